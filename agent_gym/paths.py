@@ -1,0 +1,48 @@
+"""Where agent-gym keeps data it builds (generated games, catalogues, search indexes)."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+
+def home() -> Path:
+    """Root of agent-gym's on-disk cache: ``$AGENT_GYM_HOME`` or ``~/.cache/agent_gym``."""
+    root = os.environ.get("AGENT_GYM_HOME") or os.path.join(
+        os.path.expanduser("~"), ".cache", "agent_gym"
+    )
+    return Path(root)
+
+
+def cache_dir(*parts: str, create: bool = True) -> Path:
+    """Return ``home()/part/...``, created unless ``create`` is False."""
+    path = home().joinpath(*parts)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def params_key(params: dict[str, Any]) -> str:
+    """A short stable hash of build parameters, used to name cached builds.
+
+    Example:
+        >>> params_key({"seed": 0, "n": 10}) == params_key({"n": 10, "seed": 0})
+        True
+    """
+    blob = json.dumps(params, sort_keys=True, default=str).encode()
+    return hashlib.sha256(blob).hexdigest()[:16]
+
+
+def atomic_write_text(path: str | os.PathLike[str], text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename.
+
+    Readers (other processes building the same cache) never see a half-written file.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)

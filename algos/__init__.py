@@ -1,0 +1,1 @@
+"""PPO-family learners for LLM agents."""

@@ -1,0 +1,180 @@
+"""The env contract of DESIGN.md section 2, checked on every registered id.
+
+Every env added to ``agent_gym.ENV_IDS`` must pass this file unchanged.
+"""
+
+from __future__ import annotations
+
+import random
+
+import gymnasium as gym
+import pytest
+from gymnasium.utils.env_checker import check_env
+
+import agent_gym
+from agent_gym.core import INFO_KEYS, STEP_ONLY_INFO_KEYS
+
+gym.register_envs(agent_gym)
+
+ADVERSARIAL = [
+    "",
+    " ",
+    "x" * 100_000,
+    "\x00\x01\x02\x1b[31m\x7f",
+    "\n\n\t\r",
+    "点击[购买] кликнуть[купить] انقر ✓ 🛒",
+    "<action>look</action><action>",
+    "<tool_call>{not json</tool_call>",
+    "click[" * 50,
+    "search[]]]][[[",
+    "]" + "[" * 10,
+    "<script>alert(1)</script>&amp;&lt;",
+    "\ud800",  # lone surrogate: legal in a Python str, not encodable as UTF-8
+]
+
+
+def _check_info(info: dict, *, after_step: bool) -> None:
+    for key, typ in INFO_KEYS.items():
+        if not after_step and key in STEP_ONLY_INFO_KEYS:
+            continue
+        assert key in info, f"info lacks {key!r}"
+        assert isinstance(info[key], typ), f"info[{key!r}] is {type(info[key]).__name__}"
+    assert all(isinstance(a, str) for a in info["admissible_actions"])
+    assert info["data_source"], "data_source must name where the task came from"
+
+
+def _make(env_id: str) -> gym.Env:
+    return gym.make(env_id)
+
+
+def _pick_action(info: dict, rng: random.Random) -> str:
+    """An admissible action when the env lists them, else something plausible."""
+    acts = [a for a in info.get("admissible_actions", []) if "<" not in a]
+    if acts and rng.random() < 0.8:
+        return rng.choice(acts)
+    return rng.choice(["look", "search[test]", "click[back to search]", "help"])
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_gymnasium_env_checker(env_id: str) -> None:
+    env = _make(env_id)
+    try:
+        check_env(env.unwrapped, skip_render_check=False)
+    finally:
+        env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_registered_with_step_limit_and_colon_prefix(env_id: str) -> None:
+    spec = gym.spec(env_id)
+    assert isinstance(spec.entry_point, str)
+    assert spec.max_episode_steps and spec.max_episode_steps > 0
+    env = gym.make(f"agent_gym:{env_id}")
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_seed_determinism_and_info_contract(env_id: str) -> None:
+    def rollout() -> list:
+        env = _make(env_id)
+        rng = random.Random(1234)
+        obs, info = env.reset(seed=7)
+        _check_info(info, after_step=False)
+        trace = [(obs, sorted(map(repr, info.items())))]
+        for _ in range(6):
+            action = _pick_action(info, rng)
+            obs, reward, term, trunc, info = env.step(action)
+            _check_info(info, after_step=True)
+            assert isinstance(obs, str) and isinstance(reward, (int, float))
+            assert isinstance(term, bool) and isinstance(trunc, bool)
+            trace.append((action, obs, float(reward), term, trunc, sorted(map(repr, info.items()))))
+            if term or trunc:
+                break
+        env.close()
+        return trace
+
+    assert rollout() == rollout()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_same_seed_same_task_different_seed_varies(env_id: str) -> None:
+    env = _make(env_id)
+    ids = set()
+    for seed in range(6):
+        obs_a, info_a = env.reset(seed=seed)
+        obs_b, info_b = env.reset(seed=seed)
+        assert (obs_a, info_a["task_id"]) == (obs_b, info_b["task_id"])
+        ids.add(info_a["task_id"])
+    env.close()
+    assert len(ids) > 1, "different seeds should reach different tasks"
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+@pytest.mark.parametrize("action", ADVERSARIAL, ids=range(len(ADVERSARIAL)))
+def test_adversarial_strings_are_invalid_not_errors(env_id: str, action: str) -> None:
+    env = _make(env_id)
+    obs0, info0 = env.reset(seed=3)
+    obs, reward, term, trunc, info = env.step(action)
+    assert isinstance(obs, str) and obs, "an invalid action must be explained in the observation"
+    assert info["is_action_valid"] is False
+    assert info["task_id"] == info0["task_id"]
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_random_strings_never_raise(env_id: str) -> None:
+    env = _make(env_id)
+    rng = random.Random(0)
+    env.reset(seed=0)
+    for _ in range(30):
+        n = rng.randint(0, 40)
+        action = "".join(chr(rng.randint(1, 0x2FFF)) for _ in range(n))
+        _, _, term, trunc, info = env.step(action)
+        assert isinstance(info["is_action_valid"], bool)
+        if term or trunc:
+            env.reset(seed=rng.randint(0, 100))
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+@pytest.mark.parametrize("action", [None, 3, b"look", ["look"], {"command": "look"}])
+def test_non_str_action_raises_type_error(env_id: str, action: object) -> None:
+    env = _make(env_id)
+    env.reset(seed=0)
+    with pytest.raises(TypeError):
+        env.unwrapped.step(action)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_close_is_idempotent(env_id: str) -> None:
+    env = _make(env_id)
+    env.reset(seed=0)
+    env.close()
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_task_id_option_selects_task(env_id: str) -> None:
+    env = _make(env_id)
+    _, info = env.reset(seed=5)
+    obs_a, info_a = env.reset(seed=0, options={"task_id": info["task_id"]})
+    assert info_a["task_id"] == info["task_id"]
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_step_limit_truncates(env_id: str) -> None:
+    env = _make(env_id)
+    env.reset(seed=0)
+    limit = env.spec.max_episode_steps
+    term = trunc = False
+    steps = 0
+    while not (term or trunc):
+        # An empty action is always invalid; some envs end on it (PaperSearch), the rest
+        # must run into the TimeLimit.
+        _, _, term, trunc, _ = env.step("")
+        steps += 1
+        assert steps <= limit
+    assert term != trunc
+    env.close()

@@ -7,8 +7,12 @@ lives in pyproject.toml.
 
 from setuptools import find_packages, setup
 
-_ROOTS = {"agent_gym": "agent_gym", "agent_gym.envs": "envs", "agent_gym.wrappers": "wrappers",
-          "algos": "algos"}
+_ROOTS = {
+    "agent_gym": "agent_gym",
+    "agent_gym.envs": "envs",
+    "agent_gym.wrappers": "wrappers",
+    "algos": "algos",
+}
 
 packages = []
 for name, folder in _ROOTS.items():

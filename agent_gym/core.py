@@ -108,7 +108,7 @@ GENERIC_SYSTEM = (
     "observation, then choose exactly one action."
     "{% if action_format == 'tag' %} You may think briefly inside <think></think>, then write "
     "the action inside <action></action>.{% elif action_format == 'tool_call' %} Call a tool "
-    "with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>.{% else %} Reply with "
+    'with <tool_call>{"name": ..., "arguments": {...}}</tool_call>.{% else %} Reply with '
     "the action only.{% endif %}"
 )
 

@@ -1,0 +1,246 @@
+"""The ``agent-gym`` command: list, play, prepare, evaluate and serve the environments.
+
+Examples::
+
+    agent-gym list
+    agent-gym play AgentR1/ALFWorld-v0 --seed 3
+    agent-gym prepare AgentR1/WebShop-v0
+    agent-gym evaluate --agent expert --episodes 20
+    agent-gym serve webshop --port 3000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import random
+import sys
+import textwrap
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+import agent_gym
+from agent_gym.registration import env_class
+
+
+def _parse_kv(pairs: Sequence[str]) -> dict[str, Any]:
+    """Parse ``key=value`` pairs; values are JSON when they parse as JSON, else strings."""
+    out: dict[str, Any] = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise SystemExit(f"agent-gym: expected key=value, got {pair!r}")
+        try:
+            out[key] = json.loads(value)
+        except json.JSONDecodeError:
+            out[key] = value
+    return out
+
+
+def _resolve_id(name: str) -> str:
+    """Accept a full id or a short, case-insensitive name such as ``webshop``."""
+    if name in agent_gym.ENV_IDS:
+        return name
+    for env_id in agent_gym.ENV_IDS:
+        short = env_id.split("/")[-1].rsplit("-v", 1)[0]
+        if name.lower() in (short.lower(), env_id.lower()):
+            return env_id
+    raise SystemExit(
+        f"agent-gym: unknown environment {name!r}; choose one of: {', '.join(agent_gym.ENV_IDS)}"
+    )
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    """Print the registered ids with their default data source and step limit."""
+    rows = [("id", "default data", "max steps")]
+    for env_id in agent_gym.ENV_IDS:
+        spec = gym.spec(env_id)
+        try:
+            source = env_class(env_id).default_data_source
+        except Exception as exc:  # noqa: BLE001 - a broken env must not hide the others
+            source = f"(import failed: {exc})"
+        rows.append((env_id, source, str(spec.max_episode_steps)))
+    widths = [max(len(r[i]) for r in rows) for i in range(3)]
+    for i, row in enumerate(rows):
+        print("  ".join(cell.ljust(w) for cell, w in zip(row, widths)).rstrip())
+        if i == 0:
+            print("  ".join("-" * w for w in widths))
+    print(
+        "\nData marked generated:* is built offline by agent-gym; it is not the official "
+        "benchmark data (see docs/datasets.md)."
+    )
+    return 0
+
+
+def _print_state(obs: str, info: dict[str, Any], reward: float | None = None) -> None:
+    print()
+    print(obs)
+    if info.get("admissible_actions"):
+        acts = info["admissible_actions"]
+        print("\n[admissible] " + textwrap.shorten(" | ".join(acts), width=2000))
+    if reward is not None:
+        print(f"[reward {reward:g}  score {info.get('score', 0.0):g}  won {info.get('won')}]")
+
+
+def cmd_play(args: argparse.Namespace) -> int:
+    """Let a person play an env in the terminal."""
+    env_id = _resolve_id(args.env)
+    env = gym.make(env_id, **_parse_kv(args.env_arg))
+    try:
+        obs, info = env.reset(seed=args.seed)
+        print(f"{env_id}  task {info['task_id']}  data {info['data_source']}")
+        print(f"Task: {info['task']}")
+        print("Type an action; 'quit' (or Ctrl-D) leaves, 'restart' starts a new episode.")
+        _print_state(obs, info)
+        total = 0.0
+        while True:
+            try:
+                action = input("> ")
+            except EOFError:
+                print()
+                return 0
+            if action.strip().lower() in ("quit", "exit", ":q"):
+                return 0
+            if action.strip().lower() == "restart":
+                obs, info = env.reset()
+                total = 0.0
+                print(f"\nTask: {info['task']}")
+                _print_state(obs, info)
+                continue
+            obs, reward, terminated, truncated, info = env.step(action)
+            total += float(reward)
+            _print_state(obs, info, float(reward))
+            if terminated or truncated:
+                why = "terminated" if terminated else "step limit reached"
+                print(
+                    f"\nEpisode over ({why}): return {total:g}, won {info['won']}, "
+                    f"score {info['score']:g}. Type 'restart' or 'quit'."
+                )
+    finally:
+        env.close()
+
+
+def cmd_prepare(args: argparse.Namespace) -> int:
+    """Build and cache an env's default data."""
+    ids = agent_gym.ENV_IDS if args.env == "all" else (_resolve_id(args.env),)
+    for env_id in ids:
+        print(env_class(env_id).prepare(progress=not args.quiet, **_parse_kv(args.env_arg)))
+    return 0
+
+
+def _random_action(info: dict[str, Any], rng: random.Random) -> str:
+    acts = [a for a in info.get("admissible_actions", []) if "<" not in a]
+    return rng.choice(acts) if acts else "search[test]"
+
+
+def cmd_evaluate(args: argparse.Namespace) -> int:
+    """Run a scripted expert or a random agent over the envs and print a table."""
+    ids = agent_gym.ENV_IDS if args.env == "all" else (_resolve_id(args.env),)
+    rng = random.Random(args.seed)
+    print(
+        f"agent: {args.agent}, {args.episodes} episodes per env, "
+        f"split: {args.split or 'each env default'}"
+    )
+    header = f"{'env':24} {'data':28} {'success':>16} {'score':>7} {'length':>7}"
+    print(header + "\n" + "-" * len(header))
+    for env_id in ids:
+        kwargs = {"split": args.split} if args.split else {}
+        env = gym.make(env_id, **kwargs)
+        wins, scores, lengths = [], [], []
+        source = ""
+        for ep in range(args.episodes):
+            obs, info = env.reset(seed=args.seed + ep)
+            source = info["data_source"]
+            done, steps = False, 0
+            while not done:
+                action = None
+                if args.agent == "expert":
+                    action = env.unwrapped.expert_action()
+                if action is None:
+                    action = _random_action(info, rng)
+                obs, _, terminated, truncated, info = env.step(action)
+                done, steps = terminated or truncated, steps + 1
+            wins.append(bool(info["won"]))
+            scores.append(float(info["score"]))
+            lengths.append(steps)
+        env.close()
+        n = len(wins)
+        p = sum(wins) / n
+        half = 1.96 * math.sqrt(max(p * (1 - p), 1e-12) / n)
+        print(
+            f"{env_id.split('/')[-1]:24} {source:28} {100 * p:6.1f}% ± {100 * half:5.1f} "
+            f"{sum(scores) / n:7.3f} {sum(lengths) / n:7.1f}"
+        )
+    print("\n± is a 95% normal-approximation interval over episodes.")
+    return 0
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve an env's pages over HTTP for a person to browse (WebShop)."""
+    env_id = _resolve_id(args.env)
+    if env_id != "AgentR1/WebShop-v0":
+        raise SystemExit(f"agent-gym: only WebShop has a web site to serve, not {env_id}")
+    from agent_gym.envs.webshop.server import serve
+
+    serve(port=args.port, host=args.host, **_parse_kv(args.env_arg))
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of ``agent-gym``."""
+    parser = argparse.ArgumentParser(prog="agent-gym", description=__doc__.splitlines()[0])
+    parser.add_argument("--version", action="version", version=agent_gym.__version__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def env_args(p: argparse.ArgumentParser) -> None:
+        p.add_argument(
+            "--env-arg",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="constructor keyword for the env, e.g. split=valid_unseen",
+        )
+
+    p = sub.add_parser("list", help="registered environments")
+    p.set_defaults(func=cmd_list)
+    p = sub.add_parser("play", help="play an environment in the terminal")
+    p.add_argument("env", help="env id or short name (alfworld, webshop, hotpotqa, papersearch)")
+    p.add_argument("--seed", type=int, default=None)
+    env_args(p)
+    p.set_defaults(func=cmd_play)
+    p = sub.add_parser("prepare", help="build and cache an env's default data")
+    p.add_argument("env", help="env id, short name, or 'all'")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    env_args(p)
+    p.set_defaults(func=cmd_prepare)
+    p = sub.add_parser("evaluate", help="scripted-expert or random-agent evaluation table")
+    p.add_argument("--env", default="all")
+    p.add_argument("--agent", choices=("expert", "random"), default="expert")
+    p.add_argument("--episodes", type=int, default=10)
+    p.add_argument("--split", default=None, help="data split (default: each env's default)")
+    p.add_argument("--seed", type=int, default=0)
+    p.set_defaults(func=cmd_evaluate)
+    p = sub.add_parser("serve", help="serve WebShop's pages over HTTP on loopback")
+    p.add_argument("env", help="webshop")
+    p.add_argument("--port", type=int, default=3000)
+    p.add_argument("--host", default="127.0.0.1")
+    env_args(p)
+    p.set_defaults(func=cmd_serve)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``agent-gym``."""
+    args = build_parser().parse_args(argv)
+    try:
+        return args.func(args)
+    except KeyboardInterrupt:
+        print()
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

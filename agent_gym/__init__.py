@@ -25,6 +25,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "make_vec": "agent_gym.vector",
     "group_seeds": "agent_gym.vector",
+    "EnvWorkerError": "agent_gym.vector",
     "TextAgent": "agent_gym.agents",
     "run_episode": "agent_gym.agents",
     "EpisodeResult": "agent_gym.agents",
@@ -39,6 +40,7 @@ def __getattr__(name: str) -> Any:
 
 __all__ = [
     "ENV_IDS",
+    "EnvWorkerError",
     "INFO_KEYS",
     "EpisodeResult",
     "PromptTemplates",

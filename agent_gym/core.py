@@ -142,7 +142,7 @@ class TextEnv(gym.Env[str, str]):
         max_parallel_calls: How many commands one action may hold (one per line).
     """
 
-    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"]}
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
     default_data_source: ClassVar[str] = "generated"
     tools: ClassVar[tuple[ToolSpec, ...]] = (ENV_STEP_TOOL,)
     prompt_templates: ClassVar[PromptTemplates] = PromptTemplates(GENERIC_SYSTEM, GENERIC_USER)

@@ -1,0 +1,149 @@
+"""Evaluation: success rate and score with 95% intervals, overall and per task type.
+
+Policies: ``hf:MODEL`` (transformers), ``vllm:MODEL``, ``openai:URL`` (any OpenAI-compatible
+server; ``--model`` names the served model) and ``expert`` (the env's scripted
+``expert_action()``, an upper reference).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import defaultdict
+from typing import Any
+
+from algos.backends.base import SamplingParams
+from algos.config import Config
+from algos.metrics import mean_interval, wilson_interval
+from algos.rollout import Episode, rollout
+
+
+def summarize(episodes: list[Episode]) -> dict[str, Any]:
+    """Success rate (Wilson 95% interval) and mean score (normal 95% interval), per task type."""
+
+    def block(eps: list[Episode]) -> dict[str, Any]:
+        wins = sum(e.won for e in eps)
+        lo, hi = wilson_interval(wins, len(eps))
+        score, s_lo, s_hi = mean_interval([e.score for e in eps])
+        return {
+            "episodes": len(eps),
+            "success_rate": wins / max(len(eps), 1),
+            "success_ci95": [lo, hi],
+            "score_mean": score,
+            "score_ci95": [s_lo, s_hi],
+            "episode_length": sum(e.length for e in eps) / max(len(eps), 1),
+        }
+
+    out = block(episodes)
+    by_type: dict[str, list[Episode]] = defaultdict(list)
+    for e in episodes:
+        if e.task_type:
+            by_type[e.task_type].append(e)
+    if by_type:
+        out["per_task_type"] = {k: block(v) for k, v in sorted(by_type.items())}
+    out["line"] = (
+        f"success {out['success_rate']:.1%} (95% CI {out['success_ci95'][0]:.1%}-"
+        f"{out['success_ci95'][1]:.1%}), score {out['score_mean']:.3f} "
+        f"(95% CI {out['score_ci95'][0]:.3f}-{out['score_ci95'][1]:.3f}), n={out['episodes']}"
+    )
+    return out
+
+
+def evaluate(cfg: Config, backend: Any, episodes: int, *, batch: int | None = None) -> dict[str, Any]:
+    """Run ``episodes`` evaluation episodes (one per task seed) with ``backend``.
+
+    Seeds are ``cfg.env.eval_seed + i`` (disjoint from training's hashed seeds); the env is
+    built with ``cfg.env.eval_kwargs`` over ``cfg.env.kwargs``; sampling uses
+    ``cfg.rollout.eval_temperature``.
+    """
+    from algos.trainer import make_envs, shorter_for
+
+    r = cfg.rollout
+    width = batch or min(episodes, max(cfg.env.num_tasks * cfg.env.group_size, 1))
+    done: list[Episode] = []
+    venv = make_envs(cfg, width, evaluation=True)
+    try:
+        start = 0
+        while start < episodes:
+            n = min(width, episodes - start)
+            seeds = [cfg.env.eval_seed + start + i for i in range(n)]
+            envs = list(venv.envs[:n]) if hasattr(venv, "envs") else venv
+            if not hasattr(venv, "envs") and n != width:
+                seeds += seeds[-1:] * (width - n)  # a vector env needs a seed for every slot
+            ro = rollout(
+                envs, backend, seeds=seeds, groups=list(range(len(seeds))),
+                sampling=SamplingParams(r.max_new_tokens, r.eval_temperature, 1.0),
+                max_prompt_tokens=r.max_prompt_tokens, max_steps=cfg.env.max_steps or None,
+                shorter=shorter_for(venv), record_text=False,
+            )
+            done.extend(ro.episodes[:n])
+            start += n
+    finally:
+        venv.close()
+    return summarize(done)
+
+
+def expert_evaluate(cfg: Config, episodes: int) -> dict[str, Any]:
+    """Evaluate the env's scripted expert (``env.unwrapped.expert_action()``), plain actions."""
+    import gymnasium as gym
+
+    import agent_gym  # noqa: F401
+
+    eps: list[Episode] = []
+    kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs}
+    env = gym.make(cfg.env.id, **kwargs)
+    try:
+        for i in range(episodes):
+            seed = cfg.env.eval_seed + i
+            _, info = env.reset(seed=seed)
+            ep = Episode(traj=i, group=i, seed=seed, task=str(info.get("task", "")),
+                         task_type=str(info.get("task_type", "")))
+            while True:
+                _, rew, term, trunc, info = env.step(env.unwrapped.expert_action())
+                ep.ret += float(rew)
+                ep.length += 1
+                ep.won = bool(info.get("won", False))
+                ep.score = float(info.get("score", 0.0))
+                if term or trunc:
+                    break
+            eps.append(ep)
+    finally:
+        env.close()
+    return summarize(eps)
+
+
+def policy_backend(spec: str, cfg: Config, *, model_name: str | None = None) -> Any:
+    """Build the backend named by ``hf:MODEL``, ``vllm:MODEL`` or ``openai:URL``.
+
+    Raises:
+        ValueError: Any other spec (``expert`` is handled by :func:`expert_evaluate`).
+    """
+    kind, _, target = spec.partition(":")
+    if kind == "hf":
+        from algos.backends.hf import HFBackend
+        from algos.models import load_model
+        from algos.trainer import resolve_device
+
+        model, tok = load_model(target or cfg.model.name, dtype=cfg.model.dtype,
+                                device=resolve_device(cfg.model.device))
+        return HFBackend(model, tok, max_batch_size=cfg.rollout.max_batch_size)
+    if kind == "vllm":
+        from algos.backends.vllm import VLLMBackend
+
+        return VLLMBackend(target or cfg.model.name)
+    if kind == "openai":
+        from algos.backends.openai import OpenAIBackend
+
+        return OpenAIBackend(target, model=model_name or cfg.model.name)
+    raise ValueError(
+        f"unknown policy {spec!r}; use hf:MODEL, vllm:MODEL, openai:URL or expert"
+    )
+
+
+def with_env(cfg: Config, env_id: str | None, split: str | None) -> Config:
+    """A copy of ``cfg`` for another env id and/or split."""
+    cfg = copy.deepcopy(cfg)
+    if env_id:
+        cfg.env.id = env_id
+    if split:
+        cfg.env.eval_kwargs = {**cfg.env.eval_kwargs, "split": split}
+    return cfg

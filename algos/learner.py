@@ -1,0 +1,392 @@
+"""The update: actor (+ critic, + frozen reference) trained on a batch of step rows.
+
+``ppo_epochs`` passes over shuffled mini-batches of step rows; each mini-batch is one optimiser
+step, computed in micro-batches whose gradients accumulate. Every loss term is normalised by the
+**mini-batch** totals (tokens, or sequences with tokens) that are passed to ``agg_loss`` for each
+micro-batch, so 1 x 8 and 4 x 2 micro-batching give the same gradients (ALGOS_SPEC §6.1).
+Padding rows (``sample_mask=False``) have an all-zero mask and never enter a loss or a count.
+A non-finite loss or gradient norm skips the optimiser step and is counted, never applied.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+from algos import losses
+from algos.algorithms import Algorithm
+
+
+@dataclass
+class TrainBatch:
+    """Step rows as tensors for the update; per-token fields are (B, R) right-padded.
+
+    Attributes:
+        prompt_ids: B prompt token id lists.
+        response_ids: B response token id lists.
+        response_mask: (B, R) float, 1 on real response tokens (all 0 on padding rows).
+        sample_mask: (B,) bool, False on padding rows.
+        old_logp: (B, R) log-probs before the update.
+        advantages: (B, R) advantages.
+        returns: (B, R) critic targets (critic algorithms).
+        ref_logp: (B, R) reference log-probs (when the KL term is on).
+        old_values: (B, R) critic values before the update (critic algorithms).
+    """
+
+    prompt_ids: list[list[int]]
+    response_ids: list[list[int]]
+    response_mask: torch.Tensor
+    sample_mask: torch.Tensor
+    old_logp: torch.Tensor | None = None
+    advantages: torch.Tensor | None = None
+    returns: torch.Tensor | None = None
+    ref_logp: torch.Tensor | None = None
+    old_values: torch.Tensor | None = None
+
+    @staticmethod
+    def from_ids(
+        prompt_ids: list[list[int]],
+        response_ids: list[list[int]],
+        sample_mask: list[bool] | None = None,
+    ) -> TrainBatch:
+        """Build the masks from id lists (an empty response gives an all-zero mask row)."""
+        n = len(response_ids)
+        width = max([len(r) for r in response_ids] + [1])
+        mask = torch.zeros(n, width)
+        for i, r in enumerate(response_ids):
+            mask[i, : len(r)] = 1.0
+        sm = torch.ones(n, dtype=torch.bool) if sample_mask is None else torch.tensor(sample_mask)
+        mask[~sm] = 0.0
+        return TrainBatch(list(prompt_ids), list(response_ids), mask, sm)
+
+    def __len__(self) -> int:
+        return len(self.response_ids)
+
+    def select(self, rows: list[int] | np.ndarray) -> TrainBatch:
+        """The rows ``rows``, per-token tensors trimmed to their longest response."""
+        rows = list(map(int, rows))
+        idx = torch.tensor(rows, dtype=torch.long)
+        mask = self.response_mask[idx]
+        width = max(int(mask.sum(-1).max().item()) if len(rows) else 1, 1)
+
+        def cut(t: torch.Tensor | None) -> torch.Tensor | None:
+            return None if t is None else t[idx, :width]
+
+        return TrainBatch(
+            [self.prompt_ids[i] for i in rows],
+            [self.response_ids[i] for i in rows],
+            mask[:, :width],
+            self.sample_mask[idx],
+            cut(self.old_logp),
+            cut(self.advantages),
+            cut(self.returns),
+            cut(self.ref_logp),
+            cut(self.old_values),
+        )
+
+
+def pack(batch: TrainBatch, pad_id: int, device: Any) -> dict[str, torch.Tensor]:
+    """Model inputs ``[left-padded prompt | right-padded response]`` and their positions.
+
+    Response token j sits at column ``P + j`` and is predicted by column ``P + j - 1``, so the
+    logits of the last ``R + 1`` columns (minus the very last) score the response.
+    """
+    n = len(batch)
+    width_p = max(len(p) for p in batch.prompt_ids)
+    width_r = batch.response_mask.shape[1]
+    ids = torch.full((n, width_p + width_r), pad_id, dtype=torch.long)
+    attn = torch.zeros((n, width_p + width_r), dtype=torch.long)
+    for i, (p, r) in enumerate(zip(batch.prompt_ids, batch.response_ids)):
+        ids[i, width_p - len(p) : width_p] = torch.tensor(p, dtype=torch.long)
+        attn[i, width_p - len(p) : width_p] = 1
+        r = r[:width_r]
+        if r:
+            ids[i, width_p : width_p + len(r)] = torch.tensor(r, dtype=torch.long)
+            attn[i, width_p : width_p + len(r)] = 1
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    return {
+        "input_ids": ids.to(device),
+        "attention_mask": attn.to(device),
+        "position_ids": pos.to(device),
+        "width_r": width_r,
+    }
+
+
+def response_logits(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+    """(b, R, V) float32 logits that predict each response token."""
+    width_r = inputs["width_r"]
+    out = model(
+        input_ids=inputs["input_ids"],
+        attention_mask=inputs["attention_mask"],
+        position_ids=inputs["position_ids"],
+        logits_to_keep=width_r + 1,
+        use_cache=False,
+    )
+    return out.logits[:, -width_r - 1 : -1].float()
+
+
+def token_logp(logits: torch.Tensor, inputs: dict[str, Any], temperature: float) -> torch.Tensor:
+    """(b, R) log-prob of each response token under ``softmax(logits / temperature)``."""
+    width_r = inputs["width_r"]
+    targets = inputs["input_ids"][:, -width_r:]
+    logp = torch.log_softmax(logits / temperature, dim=-1)
+    return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+
+
+def response_values(critic: Any, inputs: dict[str, Any]) -> torch.Tensor:
+    """(b, R) critic values; column 0 is V(prompt), the value at the step boundary."""
+    width_r = inputs["width_r"]
+    v = critic(inputs["input_ids"], inputs["attention_mask"], inputs["position_ids"])
+    return v[:, -width_r - 1 : -1]
+
+
+def mini_batch_counts(mask: torch.Tensor) -> dict[str, float]:
+    """Normalisers of a mini-batch: real tokens and sequences with at least one token."""
+    return {
+        "batch_num_tokens": float((mask != 0).sum().item()),
+        "global_batch_size": float(((mask != 0).sum(-1) > 0).sum().item()),
+    }
+
+
+class Learner:
+    """Actor, optional critic and reference, their optimisers, and the PPO-family update.
+
+    Args:
+        model: The policy (a Hugging Face causal LM, possibly peft-wrapped).
+        tokenizer: Its tokenizer (pad id for packing).
+        algo: The algorithm (loss and critic choice).
+        algo_cfg: The ``[algo]`` config section.
+        optim_cfg: The ``[optim]`` config section.
+        temperature: Rollout temperature (log-probs are taken at the same temperature).
+        critic: Optional value model (:class:`~algos.critic.ValueModel`).
+        ref_model: Optional frozen reference for the KL term.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        algo: Algorithm,
+        algo_cfg: Any,
+        optim_cfg: Any,
+        *,
+        temperature: float = 1.0,
+        critic: Any = None,
+        ref_model: Any = None,
+    ) -> None:
+        self.model, self.tokenizer, self.algo = model, tokenizer, algo
+        self.acfg, self.ocfg = algo_cfg, optim_cfg
+        self.temperature = temperature if temperature > 0 else 1.0
+        self.critic, self.ref_model = critic, ref_model
+        self.device = next(model.parameters()).device
+        params = [p for p in model.parameters() if p.requires_grad]
+        self.optimizer = torch.optim.AdamW(
+            params, lr=optim_cfg.lr, weight_decay=optim_cfg.weight_decay
+        )
+        self.critic_optimizer = (
+            torch.optim.AdamW(critic.parameters(), lr=optim_cfg.critic_lr) if critic else None
+        )
+
+    # ---- forward passes without gradient (old log-probs, reference, values) -------------
+
+    @torch.no_grad()
+    def score(self, batch: TrainBatch, what: str) -> torch.Tensor:
+        """(B, R) ``"logp"`` (actor), ``"ref"`` (reference) or ``"values"`` (critic)."""
+        out = torch.zeros_like(batch.response_mask)
+        step = max(self.ocfg.micro_batch_size, 1)
+        module = {"logp": self.model, "ref": self.ref_model, "values": self.critic}[what]
+        was = module.training
+        module.eval()
+        try:
+            for start in range(0, len(batch), step):
+                rows = list(range(start, min(start + step, len(batch))))
+                mb = batch.select(rows)
+                inputs = pack(mb, self.tokenizer.pad_token_id, self.device)
+                if what == "values":
+                    val = response_values(self.critic, inputs)
+                else:
+                    val = token_logp(response_logits(module, inputs), inputs, self.temperature)
+                out[rows, : val.shape[1]] = val.float().cpu() * mb.response_mask
+        finally:
+            module.train(was)
+        return out
+
+    # ---- the update ----------------------------------------------------------------------
+
+    def update(
+        self, batch: TrainBatch, *, seed: int, train_actor: bool = True, progress: bool = False
+    ) -> dict[str, float]:
+        """Run ``ppo_epochs`` over shuffled mini-batches; return mean metrics.
+
+        Args:
+            batch: Rows with ``old_logp``, ``advantages`` (and ``returns``/``old_values`` for a
+                critic, ``ref_logp`` for KL) filled in.
+            seed: Seed of the shuffling (so a resumed run shuffles identically).
+            train_actor: False during critic warm-up.
+            progress: Show a progress bar over optimiser steps.
+        """
+        n = len(batch)
+        mini = self.ocfg.mini_batch_size or n
+        gen = torch.Generator().manual_seed(seed)
+        sums: dict[str, float] = {}
+        counts: dict[str, int] = {}
+        steps = self.ocfg.ppo_epochs * math.ceil(n / mini)
+        bar = _bar(progress, steps)
+        t0, tokens = time.perf_counter(), 0
+        for _ in range(self.ocfg.ppo_epochs):
+            perm = torch.randperm(n, generator=gen).tolist()
+            for start in range(0, n, mini):
+                rows = perm[start : start + mini]
+                metrics = self._mini_batch_step(batch.select(rows), train_actor)
+                tokens += sum(len(batch.prompt_ids[i]) + len(batch.response_ids[i]) for i in rows)
+                for k, v in metrics.items():
+                    if v is not None and math.isfinite(v):
+                        sums[k] = sums.get(k, 0.0) + v
+                        counts[k] = counts.get(k, 0) + 1
+                if bar is not None:
+                    bar.update(1)
+        if bar is not None:
+            bar.close()
+        out = {k: sums[k] / counts[k] for k in sums if not k.startswith("skipped")}
+        out["skipped_steps"] = sums.get("skipped", 0.0)
+        out["optimizer_steps"] = float(steps)
+        secs = time.perf_counter() - t0
+        out["update_tokens_per_s"] = tokens / secs if secs > 0 else 0.0
+        return out
+
+    def _mini_batch_step(self, mb: TrainBatch, train_actor: bool) -> dict[str, float]:
+        micro = max(self.ocfg.micro_batch_size, 1)
+        norm = mini_batch_counts(mb.response_mask)
+        vmask_all = self._value_mask(mb)
+        vnorm = mini_batch_counts(vmask_all) if self.critic is not None else None
+        self.optimizer.zero_grad(set_to_none=True)
+        if self.critic_optimizer is not None:
+            self.critic_optimizer.zero_grad(set_to_none=True)
+        acc: dict[str, float] = {}
+        finite = True
+        for start in range(0, len(mb), micro):
+            rows = list(range(start, min(start + micro, len(mb))))
+            part = mb.select(rows)
+            if part.response_mask.sum() == 0:
+                continue  # only padding rows: nothing to learn, no forward pass
+            inputs = pack(part, self.tokenizer.pad_token_id, self.device)
+            loss = torch.zeros((), device=self.device)
+            weight = part.response_mask.sum().item() / max(norm["batch_num_tokens"], 1.0)
+            if train_actor:
+                terms = self._actor_loss(part, inputs, norm)
+                loss = loss + terms.pop("loss")
+                _accumulate(acc, terms, weight)
+            if self.critic is not None:
+                vloss, vmetrics = self._critic_loss(part, inputs, vnorm)
+                loss = loss + self.acfg.value_coef * vloss
+                _accumulate(acc, vmetrics, weight)
+            if not torch.isfinite(loss):
+                finite = False
+                break
+            loss.backward()
+        metrics = dict(acc)
+        if finite and train_actor:
+            gn = torch.nn.utils.clip_grad_norm_(
+                [p for p in self.model.parameters() if p.requires_grad], self.ocfg.max_grad_norm
+            )
+            metrics["grad_norm"] = float(gn)
+            finite = math.isfinite(float(gn))
+        if finite and self.critic is not None:
+            cgn = torch.nn.utils.clip_grad_norm_(self.critic.parameters(), self.ocfg.max_grad_norm)
+            metrics["critic_grad_norm"] = float(cgn)
+            finite = math.isfinite(float(cgn))
+        if not finite:
+            # Never apply a step built from NaN/inf: drop the gradients and count the skip.
+            self.optimizer.zero_grad(set_to_none=True)
+            if self.critic_optimizer is not None:
+                self.critic_optimizer.zero_grad(set_to_none=True)
+            return {"skipped": 1.0}
+        if train_actor:
+            self.optimizer.step()
+        if self.critic_optimizer is not None:
+            self.critic_optimizer.step()
+        return metrics
+
+    def _actor_loss(
+        self, part: TrainBatch, inputs: dict[str, Any], norm: dict[str, float]
+    ) -> dict[str, Any]:
+        a = self.acfg
+        logits = response_logits(self.model, inputs)
+        logp = token_logp(logits, inputs, self.temperature)
+        mask = part.response_mask.to(self.device)
+        old = part.old_logp.to(self.device)
+        adv = part.advantages.to(self.device)
+        loss_fn = losses.gspo_loss if self.algo.loss == "gspo" else losses.ppo_clip_loss
+        pg, m = loss_fn(
+            old,
+            logp,
+            adv,
+            mask,
+            clip_low=a.clip_low,
+            clip_high=a.clip_high,
+            clip_c=a.clip_c,
+            agg=a.loss_agg,
+            **norm,
+        )
+        total = pg
+        out: dict[str, Any] = {"pg_loss": pg.item()}
+        out.update({k: float(v) for k, v in m.items()})
+        with torch.set_grad_enabled(a.entropy_coeff != 0):
+            ent_mat = losses.entropy_from_logits(logits / self.temperature)
+            ent = losses.agg_loss(ent_mat, mask, a.loss_agg, **norm)
+        out["entropy"] = ent.item()
+        if a.entropy_coeff:
+            total = total - a.entropy_coeff * ent
+        if a.kl_coef and part.ref_logp is not None:
+            kl_mat = losses.kl_estimate(logp, part.ref_logp.to(self.device), a.kl_type)
+            kl = losses.agg_loss(kl_mat, mask, a.loss_agg, **norm)
+            total = total + a.kl_coef * kl
+            out["kl"] = kl.item()
+        out["loss"] = total
+        return out
+
+    def _value_mask(self, part: TrainBatch) -> torch.Tensor:
+        if self.algo.value_level == "step":
+            return losses.value_mask(part.response_mask, part.sample_mask)
+        return part.response_mask
+
+    def _critic_loss(
+        self, part: TrainBatch, inputs: dict[str, Any], norm: dict[str, float]
+    ) -> tuple[torch.Tensor, dict[str, float]]:
+        vpred = response_values(self.critic, inputs)
+        vmask = self._value_mask(part).to(self.device)
+        loss, m = losses.value_loss(
+            vpred,
+            part.returns.to(self.device),
+            part.old_values.to(self.device),
+            vmask,
+            clip_eps=self.acfg.value_clip,
+            agg=self.acfg.loss_agg,
+            **norm,
+        )
+        out = {"value_loss": loss.item()}
+        out.update({k: float(v) for k, v in m.items()})
+        return loss, out
+
+
+#: Metrics that are already mini-batch-normalised partial sums (they add up over micro-batches);
+#: every other metric is a per-micro-batch mean, weighted by the micro-batch's token share.
+_SUMMED = frozenset({"pg_loss", "entropy", "kl", "value_loss"})
+
+
+def _accumulate(acc: dict[str, float], metrics: dict[str, float], weight: float) -> None:
+    for k, v in metrics.items():
+        acc[k] = acc.get(k, 0.0) + (v if k in _SUMMED else v * weight)
+
+
+def _bar(enabled: bool, total: int) -> Any:
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc="update (optimizer steps)", leave=False, dynamic_ncols=True)

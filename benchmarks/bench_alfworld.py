@@ -1,0 +1,129 @@
+"""Speed of AgentR1/ALFWorld-v0: stock TextWorld vs agent-gym's speed-up, in the same run.
+
+A random policy over the admissible commands plays generated games of all six task types.
+Prints steps/s and reset time (median over games), RSS growth over many episodes in one
+process, and the rate of ``agent_gym.make_vec(..., mode="async")`` with 2 workers.
+
+    python benchmarks/bench_alfworld.py                 # defaults below
+    python benchmarks/bench_alfworld.py --games 12 --steps 30 --episodes 1000
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import random
+import resource
+import statistics
+import time
+
+import gymnasium as gym
+
+import agent_gym
+from agent_gym.envs.alfworld import speedup
+from agent_gym.envs.alfworld.env import ALFWorldEnv
+
+gym.register_envs(agent_gym)
+
+
+def play(env: ALFWorldEnv, task_ids: list[str], steps: int, seed: int) -> tuple[list, list]:
+    """Reset each game and take ``steps`` random admissible steps; return per-game timings."""
+    rng = random.Random(seed)
+    resets, rates = [], []
+    for task_id in task_ids:
+        env._engine.game_key = None  # every reset loads its game afresh
+        t0 = time.perf_counter()
+        _, info = env.reset(options={"task_id": task_id})
+        resets.append(time.perf_counter() - t0)
+        t0 = time.perf_counter()
+        for _ in range(steps):
+            *_, terminated, _, info = env.step(rng.choice(info["admissible_actions"]))
+            if terminated:
+                _, info = env.reset(options={"task_id": task_id})
+        rates.append(steps / (time.perf_counter() - t0))
+    return resets, rates
+
+
+def rss_mb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--games", type=int, default=12, help="games (2 per task type by default)")
+    p.add_argument("--steps", type=int, default=30, help="random steps per game")
+    p.add_argument("--episodes", type=int, default=1000, help="episodes for the RSS check")
+    p.add_argument("--vec-steps", type=int, default=300, help="steps for the vector-env check")
+    args = p.parse_args()
+
+    env = ALFWorldEnv(split="valid_unseen", num_games=args.games)
+    env.reset(seed=0)  # imports, first load
+    task_ids = [env.games.record(k).task_id for k in range(len(env.games))]
+    with speedup.stock():
+        stock_resets, stock_rates = play(env, task_ids, args.steps, seed=0)
+    fast_resets, fast_rates = play(env, task_ids, args.steps, seed=0)
+    # GRPO groups reset one game many times: second reset of an already loaded game.
+    t0 = time.perf_counter()
+    for task_id in task_ids:
+        env.reset(options={"task_id": task_id})
+        env.reset(options={"task_id": task_id})
+    warm_reset = (time.perf_counter() - t0) / (2 * len(task_ids))
+
+    print(
+        f"# ALFWorld speed ({platform.processor() or platform.machine()}, python {platform.python_version()})"
+    )
+    print(
+        f"{len(task_ids)} generated games (valid_unseen, all 6 task types), {args.steps} random admissible steps each\n"
+    )
+    print("| engine | steps/s (median) | steps/s (min-max) | reset s (median) |")
+    print("|---|---|---|---|")
+    for name, resets, rates in (
+        ("stock TextWorld 1.7.0", stock_resets, stock_rates),
+        ("agent-gym speed-up", fast_resets, fast_rates),
+    ):
+        print(
+            f"| {name} | {statistics.median(rates):.0f} | {min(rates):.0f}-{max(rates):.0f} "
+            f"| {statistics.median(resets):.2f} |"
+        )
+    print(
+        f"\nspeed-up: {statistics.median(fast_rates) / statistics.median(stock_rates):.1f}x steps/s, "
+        f"{statistics.median(stock_resets) / statistics.median(fast_resets):.1f}x reset; "
+        f"reset of a game already loaded (same game again): {warm_reset * 1000:.0f} ms"
+    )
+
+    # RSS over many short episodes in one process (new game each episode, 5 steps).
+    rng = random.Random(1)
+    n_games = min(len(task_ids), 30)
+    before = rss_mb()
+    for ep in range(args.episodes):
+        _, info = env.reset(seed=ep)
+        for _ in range(5):
+            *_, info = env.step(rng.choice(info["admissible_actions"]))
+        if ep == 49:
+            before = rss_mb()  # after warm-up (caches filled)
+    print(
+        f"\nmax RSS: {before:.0f} MB after 50 episodes, {rss_mb():.0f} MB after {args.episodes} "
+        f"(growth {rss_mb() - before:.0f} MB; {n_games}-game pool)"
+    )
+    env.close()
+
+    for n, mode in ((1, "sync"), (2, "async")):
+        venv = agent_gym.make_vec(
+            "AgentR1/ALFWorld-v0", num_envs=n, mode=mode, split="valid_unseen", num_games=args.games
+        )
+        _, infos = venv.reset(seed=list(range(n)))
+        t0 = time.perf_counter()
+        done = 0
+        while done < args.vec_steps:
+            actions = [rng.choice(a) for a in infos["admissible_actions"]]
+            _, _, term, trunc, infos = venv.step(actions)
+            done += n
+            if any(term) or any(trunc):
+                _, infos = venv.reset(seed=[rng.randint(0, 99) for _ in range(n)])
+        rate = done / (time.perf_counter() - t0)
+        print(f"make_vec mode={mode} num_envs={n}: {rate:.0f} steps/s")
+        venv.close()
+
+
+if __name__ == "__main__":
+    main()

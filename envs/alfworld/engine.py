@@ -1,0 +1,107 @@
+"""TextWorld's PDDL engine running one ALFWorld game at a time, with ALFWorld's entity names.
+
+This is the layer that upstream gets from ``textworld.gym.register_games(..., wrappers=
+[AlfredDemangler(), AlfredInfos])``, without TextWorld's batch gym API (old 4-tuple steps,
+subprocesses): a ``textworld.envs.pddl.PddlEnv`` that is loaded with a game, demangled with
+ALFWorld's own ``Demangler`` and stepped directly.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+from agent_gym.envs.alfworld import speedup
+
+
+@contextlib.contextmanager
+def _engine_call() -> Iterator[None]:
+    # fast-downward's translator overwrites sys.argv (for its option parser); keep the host
+    # program's argv intact.
+    argv = sys.argv[:]
+    try:
+        with speedup.deferred_replan():
+            yield
+    finally:
+        sys.argv = argv
+
+
+class Engine:
+    """A TextWorld ``PddlEnv`` that plays ALFWorld-format games.
+
+    Args:
+        fast: Install the byte-identical speed-up of :mod:`.speedup` (process-wide).
+
+    Example:
+        >>> engine = Engine()                                  # doctest: +SKIP
+        >>> engine.load("train/...", game_data)                # doctest: +SKIP
+        >>> feedback, admissible, won = engine.reset()         # doctest: +SKIP
+    """
+
+    def __init__(self, fast: bool = True) -> None:
+        try:
+            import textworld
+            from textworld.envs.pddl import PddlEnv
+        except ImportError as err:  # pragma: no cover - textworld is a base dependency
+            raise ImportError(
+                "AgentR1/ALFWorld-v0 needs textworld with its PDDL engine: "
+                "pip install 'textworld[pddl]==1.7.0' alfworld==0.4.2"
+            ) from err
+        if fast:
+            speedup.install()
+        self._tw = PddlEnv(textworld.EnvInfos(won=True, admissible_commands=True))
+        self.game_key: str | None = None
+        self._closed = False
+
+    def load(self, key: str, data: dict[str, Any]) -> None:
+        """Load a game (parsed ``game.tw-pddl`` JSON) unless ``key`` is already loaded."""
+        if key == self.game_key:
+            return
+        from alfworld.agents.utils.misc import Demangler
+
+        with _engine_call():
+            self._tw.load(data)
+        # ALFWorld's AlfredDemangler: "cabinet_bar__plus_00_dot_06..." -> "cabinet 3".
+        demangler = Demangler(game_infos=self._tw._entity_infos)
+        for info in self._tw._entity_infos.values():
+            info.name = demangler.demangle_alfred_name(info.id)
+        self.game_key = key
+
+    def reset(self) -> tuple[str, list[str], bool]:
+        """Restart the loaded game; return ``(intro text, admissible commands, won)``."""
+        with _engine_call():
+            state = self._tw.reset()
+        return state.feedback, state["admissible_commands"], bool(state["won"])
+
+    def step(self, command: str) -> tuple[str, list[str], bool]:
+        """Run one command; return ``(feedback, admissible commands, won)``.
+
+        A command that is not admissible gives TextWorld's ``"Nothing happens."`` (the env
+        answers those itself and never calls this).
+        """
+        with _engine_call():
+            state, _, _ = self._tw.step(command)
+        return state.feedback, state["admissible_commands"], bool(state["won"])
+
+    def plan(self) -> list[str]:
+        """Commands that solve the game from the current state (fast-downward; can take seconds).
+
+        Returns:
+            The plan, ``[]`` if the game is won already or the planner finds none.
+        """
+        state = self._tw._pddl_state
+        with _engine_call():
+            speedup.load_replan_task(state)
+            return list(state.replan(self._tw._entity_infos))
+
+    def close(self) -> None:
+        """Unload fast-downward's library copy (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        import fast_downward
+
+        with contextlib.suppress(Exception):
+            fast_downward.close_lib(self._tw.downward_lib)

@@ -1,0 +1,243 @@
+"""``AgentR1/ALFWorld-v0``: ALFWorld's household tasks on TextWorld's PDDL engine, as a Gymnasium env.
+
+Observations, actions and rewards follow ALFWorld: the intro text ends with
+``"Your task is to: ..."``; entity names read ``"<type> <n>"``; the admissible commands are
+listed in ``info`` every step (sorted, as upstream); any other text gives
+``"Nothing happens."`` with ``is_action_valid=False`` and the state untouched; the reward is 1
+on the step that wins, and winning terminates. The step limit (50) comes from the registered
+``TimeLimit``.
+
+By default the games are generated (:mod:`.generator`, ``data_source =
+"generated:alfworld-layouts"``); ``data="/path/to/json_2.1.1"`` plays the official games.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from agent_gym.core import ENV_STEP_TOOL, PromptTemplates, TextEnv, ToolSpec
+from agent_gym.envs.alfworld.games import (
+    DEFAULT_NUM_GAMES,
+    GENERATED_SOURCE,
+    SPLITS,
+    GameRecord,
+    GeneratedGames,
+    check_split,
+    check_task_types,
+)
+from agent_gym.envs.alfworld.prompts import ALFWORLD_PROMPTS
+
+INVALID_FEEDBACK = "Nothing happens."
+TASK_PREFIX = "Your task is to: "
+
+# Commands that only read the world (they add "checked" facts that no precondition or goal
+# uses), so an expert plan stays valid across them.
+_READ_ONLY = ("look", "inventory", "help", "examine ")
+
+
+class ALFWorldEnv(TextEnv):
+    """ALFWorld household tasks (six task types) on TextWorld's PDDL engine.
+
+    Args:
+        data: ``"generated"`` (the built-in games) or a path to the official ``json_2.1.1``.
+        split: ``"train"``, ``"valid_seen"`` or ``"valid_unseen"``.
+        num_games: Number of games in the split (generated default: 3553 / 140 / 134, the
+            official split sizes; official data: all solvable games).
+        task_types: Keep only these of the six task types.
+        expert_plan: Add ``info["expert_plan"]``, the commands that solve the game from the
+            current state (the game's walkthrough while the agent follows it, else a
+            fast-downward planner call that can take seconds).
+        generator_seed: Seed of the generated game set.
+        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+
+    Example:
+        >>> import gymnasium as gym, agent_gym
+        >>> env = gym.make("AgentR1/ALFWorld-v0")
+        >>> obs, info = env.reset(seed=0)
+        >>> "Your task is to:" in obs
+        True
+        >>> obs, reward, terminated, truncated, info = env.step(info["admissible_actions"][0])
+    """
+
+    default_data_source: ClassVar[str] = GENERATED_SOURCE
+    tools: ClassVar[tuple[ToolSpec, ...]] = (ENV_STEP_TOOL,)
+    prompt_templates: ClassVar[PromptTemplates] = ALFWORLD_PROMPTS
+
+    def __init__(
+        self,
+        *,
+        data: str | os.PathLike[str] = "generated",
+        split: str = "train",
+        num_games: int | None = None,
+        task_types: Iterable[str] | None = None,
+        expert_plan: bool = False,
+        generator_seed: int = 0,
+        render_mode: str | None = None,
+    ) -> None:
+        super().__init__(render_mode=render_mode)
+        self.split = check_split(split)
+        self.task_types = check_task_types(task_types)
+        self.expert_plan = bool(expert_plan)
+        if str(data) == "generated":
+            self.games: Any = GeneratedGames(split, num_games, self.task_types, generator_seed)
+        else:
+            from agent_gym.envs.alfworld.official import OfficialGames
+
+            self.games = OfficialGames(data, split, self.task_types, num_games)
+        self._engine: Any = None
+        self._record: GameRecord | None = None
+        self._walkthrough: list[str] | None = None
+        self._plan: list[str] | None = None
+        self._reset_state()
+
+    def _reset_state(self) -> None:
+        self._task = ""
+        self._anchor = ""
+        self._admissible: list[str] = []
+        self._won = False
+
+    # -- Gymnasium API ------------------------------------------------------------------------
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start a game: chosen by ``seed`` (deterministically) or ``options["task_id"]``.
+
+        Raises:
+            ValueError: ``options["task_id"]`` names no game of this env's set.
+        """
+        super().reset(seed=seed)
+        task_id = (options or {}).get("task_id")
+        if task_id is not None:
+            k = self.games.position(str(task_id))
+        else:
+            k = int(self.np_random.integers(len(self.games)))
+        record = self.games.record(k)
+        engine = self._get_engine()
+        data = record.read()
+        engine.load(record.task_id, data)
+        obs, admissible, won = engine.reset()
+        self._record = record
+        self._walkthrough = data.get("walkthrough")
+        self._plan = list(self._walkthrough) if self._walkthrough else None
+        self._task = obs.split(TASK_PREFIX, 1)[1].strip() if TASK_PREFIX in obs else ""
+        self._anchor, self._admissible, self._won = obs, admissible, won
+        self._last_obs = obs
+        return obs, self._info()
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Run one command; text that is not an admissible command changes nothing."""
+        action = self._check_action(action)
+        if self._record is None:
+            raise RuntimeError("call reset() before step()")
+        command = action.strip()  # as TextWorld does
+        valid = command in self._admissible
+        was_won = self._won
+        if valid:
+            obs, self._admissible, self._won = self._engine.step(command)
+            self._anchor = obs
+            self._advance_plan(command)
+        else:
+            # Not admissible: TextWorld would answer "Nothing happens." without changing the
+            # state, so the engine is not called at all.
+            obs = INVALID_FEEDBACK
+        self._last_obs = obs
+        reward = 1.0 if self._won and not was_won else 0.0
+        info = self._info()
+        info["is_action_valid"] = valid
+        return obs, reward, self._won, False, info
+
+    def close(self) -> None:
+        """Release the engine (idempotent)."""
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
+        super().close()
+
+    # -- Expert ---------------------------------------------------------------------------------
+
+    def expert_action(self) -> str | None:
+        """Next command of a scripted expert from the current state (``None`` once won).
+
+        While the agent follows the game's walkthrough, this is the walkthrough's next step
+        (free); after any other state change, fast-downward replans from the current state.
+        """
+        plan = self._expert_plan()
+        return plan[0] if plan else None
+
+    def _expert_plan(self) -> list[str]:
+        if self._record is None:
+            raise RuntimeError("call reset() before asking for the expert")
+        if self._won:
+            return []
+        if self._plan is None:
+            self._plan = self._engine.plan()
+        return list(self._plan)
+
+    def _advance_plan(self, command: str) -> None:
+        if self._plan and command == self._plan[0]:
+            self._plan = self._plan[1:]
+        elif not command.startswith(_READ_ONLY):
+            self._plan = None  # the state left the known plan: replan when asked
+
+    # -- Helpers --------------------------------------------------------------------------------
+
+    def _get_engine(self) -> Any:
+        if self._engine is None:
+            from agent_gym.envs.alfworld.engine import Engine
+
+            self._engine = Engine()
+        return self._engine
+
+    def _info(self) -> dict[str, Any]:
+        assert self._record is not None
+        info: dict[str, Any] = {
+            "task": self._task,
+            "task_id": self._record.task_id,
+            "task_type": self._record.task_type,
+            "anchor_obs": self._anchor,
+            "admissible_actions": list(self._admissible),
+            "won": self._won,
+            "score": 1.0 if self._won else 0.0,
+            "data_source": self._record.data_source,
+            "game_file": str(self._record.path),
+        }
+        if self.expert_plan:
+            info["expert_plan"] = self._expert_plan()
+        return info
+
+    # -- Data -----------------------------------------------------------------------------------
+
+    @classmethod
+    def prepare(cls, *, progress: bool = True, **kwargs: Any) -> str:
+        """Build the default game set on disk (idempotent) and return a one-line summary.
+
+        Generated data: writes every game of every split (``split=`` for one split,
+        ``num_games=`` to change the count). Official data: walks and checks the folder.
+        """
+        data = kwargs.get("data", "generated")
+        splits = [kwargs["split"]] if "split" in kwargs else list(SPLITS)
+        if str(data) != "generated":
+            from agent_gym.envs.alfworld.official import OfficialGames
+
+            counts = {
+                s: len(OfficialGames(data, s, kwargs.get("task_types"), kwargs.get("num_games")))
+                for s in splits
+            }
+            return f"ALFWorld official games: {counts} under {data}"
+        counts, new = {}, 0
+        for split in splits:
+            games = GeneratedGames(
+                split,
+                kwargs.get("num_games", DEFAULT_NUM_GAMES[split]),
+                kwargs.get("task_types"),
+                kwargs.get("generator_seed", 0),
+            )
+            new += games.build(progress=progress)
+            counts[split] = len(games)
+        return (
+            f"ALFWorld generated games (not the official ones): {counts}, {new} new, "
+            f"in {games.root}"
+        )

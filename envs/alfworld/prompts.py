@@ -1,0 +1,52 @@
+"""Default chat prompt of ``AgentR1/ALFWorld-v0``, after Agent-R1's ALFWorld recipe.
+
+Agent-R1 (``recipes/alfworld/prompts.py``) gives the model a system prompt about acting in
+ALFWorld with one admissible command per turn, and a user message with the sections
+``### Task``, ``### Current Observation``, ``### History Actions``, ``### Admissible Commands``
+(without ``help``), ``### Instructions`` and ``### Output Format``. The templates below keep
+those sections and render the output format for each action format agent-gym supports
+(``tag``, ``tool_call``, ``plain``; see :class:`agent_gym.core.PromptTemplates`). History entries
+show the observation the agent saw and the command it sent, oldest first.
+"""
+
+from __future__ import annotations
+
+from agent_gym.core import PromptTemplates
+
+SYSTEM = (
+    "You are an agent in ALFWorld, a text-based household simulator. Each turn you read the "
+    "task, the current observation and the admissible commands, and you send exactly one "
+    "command, copied exactly from the admissible commands."
+    "{% if action_format == 'tag' %} You may reason briefly inside <think></think>; then write "
+    "the command inside <action></action>."
+    "{% elif action_format == 'tool_call' %} You may reason briefly inside <think></think>; "
+    "then call the env_step tool with the command. Do not give a final answer in natural "
+    "language: the episode ends when the task is done."
+    "{% else %} Reply with the command only, nothing else.{% endif %}"
+)
+
+USER = """### Task
+{{ task }}
+
+### Current Observation
+{{ observation }}
+{% if history %}
+### History Actions
+{% for h in history %}[Observation {{ loop.index }}] {{ h.observation }}
+[Action {{ loop.index }}] {{ h.action }}
+{% endfor %}{% endif %}
+### Admissible Commands
+{% for a in admissible_actions if a != 'help' %}- {{ a }}
+{% endfor %}
+### Instructions
+Step {{ step + 1 }}{% if max_steps %} of {{ max_steps }}{% endif %}. Choose the one command that \
+best advances the task. Write it exactly as listed; anything else does nothing.
+
+### Output Format
+{% if action_format == 'tag' %}<think>brief reasoning</think>
+<action>one admissible command</action>\
+{% elif action_format == 'tool_call' %}<think>brief reasoning</think>
+<tool_call>{"name": "env_step", "arguments": {"command": "one admissible command"}}</tool_call>\
+{% else %}one admissible command, on a single line{% endif %}"""
+
+ALFWORLD_PROMPTS = PromptTemplates(system=SYSTEM, user=USER)

@@ -1,0 +1,165 @@
+"""Loaders for the official HotpotQA files and for a fullwiki passage corpus.
+
+Formats (as released by the HotpotQA authors):
+
+* ``hotpot_train_v1.1.json``, ``hotpot_dev_distractor_v1.json``, ``hotpot_dev_fullwiki_v1.json``:
+  one JSON list; each record has ``_id``, ``question``, ``answer``, ``type``
+  (``bridge``/``comparison``), ``level``, ``supporting_facts`` (``[[title, sentence_index],
+  ...]``) and ``context`` (``[[title, [sentence, ...]], ...]``: 10 paragraphs in the
+  distractor setting, the retrieved ones in fullwiki). The test files have no answers, so they
+  cannot be scored here.
+* A fullwiki corpus: JSONL, one passage per line with ``title`` and ``text`` (a string, or a
+  list of sentences as in the processed Wikipedia abstracts, joined with no separator since
+  HotpotQA sentences keep their leading spaces). This is the format of Agent-R1's
+  ``hpqa_corpus.jsonl``.
+
+Malformed input raises :class:`DataFormatError` naming the file, the record and the field.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from agent_gym.envs.hotpotqa.records import Passage, Question
+
+
+class DataFormatError(ValueError):
+    """A data file does not follow the official format."""
+
+
+def _paragraph_text(value: Any) -> str | None:
+    """A paragraph as a string (sentences joined), or None if it is neither form."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list) and all(isinstance(s, str) for s in value):
+        return "".join(value)
+    return None
+
+
+def _question(path: Path, index: int, rec: Any, *, need_context: bool) -> Question:
+    where = f"{path}: record {index}"
+    if not isinstance(rec, dict):
+        raise DataFormatError(f"{where}: expected a JSON object, got {type(rec).__name__}")
+    if isinstance(rec.get("_id"), str):
+        where += f" (_id {rec['_id']!r})"
+
+    def field(name: str) -> str:
+        if name not in rec:
+            hint = " (test files have no answers and cannot be scored)" if name == "answer" else ""
+            raise DataFormatError(f"{where}: missing field {name!r}{hint}")
+        if not isinstance(rec[name], str):
+            raise DataFormatError(
+                f"{where}: field {name!r} must be a string, got {type(rec[name]).__name__}"
+            )
+        return rec[name]
+
+    qid, question, answer = field("_id"), field("question"), field("answer")
+    context: list[Passage] = []
+    raw_context = rec.get("context")
+    if raw_context is None and need_context:
+        raise DataFormatError(
+            f"{where}: missing field 'context' (the distractor setting needs each question's "
+            "paragraphs; pass corpus=... for fullwiki files without them)"
+        )
+    if raw_context is not None:
+        if not isinstance(raw_context, list):
+            raise DataFormatError(f"{where}: field 'context' must be a list of [title, sentences]")
+        for j, item in enumerate(raw_context):
+            text = _paragraph_text(item[1]) if isinstance(item, list) and len(item) == 2 else None
+            if text is None or not isinstance(item[0], str):
+                raise DataFormatError(
+                    f"{where}: field 'context'[{j}] must be [title, [sentence, ...]], "
+                    f"got {json.dumps(item, ensure_ascii=False)[:80]}"
+                )
+            context.append(Passage(item[0], text))
+        if need_context and not context:
+            raise DataFormatError(f"{where}: field 'context' is empty")
+    titles: list[str] = []
+    for j, fact in enumerate(rec.get("supporting_facts") or []):
+        if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str)):
+            raise DataFormatError(
+                f"{where}: field 'supporting_facts'[{j}] must be [title, sentence_index]"
+            )
+        if fact[0] not in titles:
+            titles.append(fact[0])
+    return Question(
+        id=qid,
+        question=question,
+        answer=answer,
+        type=rec.get("type") if isinstance(rec.get("type"), str) else "",
+        supporting_titles=tuple(titles),
+        context=tuple(context),
+        level=rec.get("level") if isinstance(rec.get("level"), str) else "",
+    )
+
+
+def load_questions(path: str | Path, *, need_context: bool = True) -> list[Question]:
+    """Read an official HotpotQA JSON file.
+
+    Args:
+        path: ``hotpot_dev_distractor_v1.json`` or another file in the same format.
+        need_context: Require every record's ``context`` (the distractor setting). Fullwiki
+            use with a separate corpus passes False.
+
+    Returns:
+        The questions in file order.
+
+    Raises:
+        DataFormatError: The file is not JSON, not a list, or a record lacks a field.
+        FileNotFoundError: ``path`` does not exist.
+    """
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as err:
+        raise DataFormatError(
+            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}): {err.msg}"
+        ) from None
+    if not isinstance(data, list):
+        raise DataFormatError(
+            f"{path}: expected a JSON list of question records, got {type(data).__name__}"
+        )
+    questions = [_question(path, i, rec, need_context=need_context) for i, rec in enumerate(data)]
+    seen: set[str] = set()
+    for i, q in enumerate(questions):
+        if q.id in seen:
+            raise DataFormatError(f"{path}: record {i}: duplicate _id {q.id!r}")
+        seen.add(q.id)
+    if not questions:
+        raise DataFormatError(f"{path}: the file holds no questions")
+    return questions
+
+
+def load_corpus(path: str | Path) -> list[Passage]:
+    """Read a fullwiki corpus: JSONL with ``title`` and ``text`` per line (blank lines skipped).
+
+    Raises:
+        DataFormatError: A line is not a JSON object or lacks ``title``/``text``.
+    """
+    path = Path(path)
+    passages = []
+    with open(path, encoding="utf-8") as fh:
+        for lineno, line in enumerate(fh, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError as err:
+                raise DataFormatError(f"{path}: line {lineno}: not valid JSON: {err.msg}") from None
+            if not isinstance(rec, dict):
+                raise DataFormatError(f"{path}: line {lineno}: expected a JSON object")
+            for key in ("title", "text"):
+                if key not in rec:
+                    raise DataFormatError(f"{path}: line {lineno}: missing key {key!r}")
+            text = _paragraph_text(rec["text"])
+            if not isinstance(rec["title"], str) or text is None:
+                raise DataFormatError(
+                    f"{path}: line {lineno}: 'title' must be a string and 'text' a string or "
+                    "a list of strings"
+                )
+            passages.append(Passage(rec["title"], text))
+    if not passages:
+        raise DataFormatError(f"{path}: the corpus holds no passages")
+    return passages

@@ -1,0 +1,1 @@
+"""Paper Search (PaperScout-style literature search) as a Gymnasium env."""

@@ -1,0 +1,416 @@
+"""``AgentR1/PaperSearch-v0``: PaperScout-style literature search as a Gymnasium env.
+
+The agent searches a paper corpus (``search[query]``: BM25 top 10 over title and abstract) and
+follows citations (``expand[paper_id]``: the paper's references and up to 30 citations), up to
+five calls per step, one per line. Papers it finds join a pool, scored for relevance by a
+selector; the observation is rebuilt every step from the user query, the action history and
+the pool. Each call is rewarded with the relevance of the papers it newly found, minus its
+cost (PaperScout, arXiv 2601.10029; Agent-R1 ``recipes/paper_search``). The episode ends on
+``finish[]``, on a step without any valid call (as upstream), or at the step limit.
+
+>>> import gymnasium as gym, agent_gym
+>>> env = gym.make("AgentR1/PaperSearch-v0")
+>>> obs, info = env.reset(seed=0)
+>>> obs.splitlines()[0]
+'### User Query'
+>>> obs, reward, terminated, truncated, info = env.step("search[" + info["task"] + "]")
+>>> info["is_action_valid"], 0.0 <= info["score"] <= 1.0
+(True, True)
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import time
+import warnings
+from pathlib import Path
+from typing import Any
+
+from gymnasium.error import ResetNeeded
+
+from agent_gym.core import TextEnv, ToolSpec
+
+from .actions import Call, parse_action
+from .cache import build_generated, build_jsonl, generated_folder, get_corpus
+from .corpus import DATA_SOURCE
+from .loader import LoadReport
+from .oracle import normalise_query, plan_calls
+from .pool import PaperPool, render_paper_list
+from .prompts import PROMPTS
+from .records import SPLITS, Corpus, Query
+from .reward import (
+    EXPAND_COST,
+    MIN_SCORE,
+    REPEAT_PENALTY,
+    SEARCH_COST,
+    call_reward,
+    precision_recall_f1,
+)
+from .search import SearchIndex
+from .selector import Selector, make_selector
+
+SEARCH_TOOL = ToolSpec(
+    name="search",
+    description="Search the paper corpus; returns the 10 papers whose title and abstract best "
+    "match the keyword query.",
+    arguments={"query": "keywords to search for"},
+    command="search[{query}]",
+)
+EXPAND_TOOL = ToolSpec(
+    name="expand",
+    description="Add a paper's references and the papers citing it (up to 30) to the paper list.",
+    arguments={"paper_id": "the id of a paper in the paper list, e.g. syn:2103.00042"},
+    command="expand[{paper_id}]",
+)
+# Not in PaperScout (there, a reply without tool calls ends the episode); a parse failure
+# never reaches the env here (see ParseAction), so tool-call agents need an explicit finish.
+FINISH_TOOL = ToolSpec(
+    name="finish",
+    description="End the search when the paper list holds every paper the query asks for.",
+    arguments={},
+    command="finish[]",
+)
+
+
+def _warn_dropped(report: LoadReport) -> None:
+    """Tell the user what loading real data left out (once per process and corpus)."""
+    if report.unresolved_answers or report.skipped_queries:
+        warnings.warn(
+            f"Paper Search: {report.unresolved_answers} query answers are not in the papers "
+            f"file and {report.skipped_queries} queries were skipped for having none",
+            stacklevel=3,
+        )
+
+
+class PaperSearchEnv(TextEnv):
+    """Literature search with ``search``/``expand`` tools over a scored paper pool.
+
+    Args:
+        data: ``"generated"`` (the seeded synthetic corpus, the default) or the path of a
+            papers JSONL file (see docs/datasets.md, Paper Search).
+        queries: For ``data=<path>``: a queries JSONL file, or a mapping split -> file.
+        split: ``"train"``, ``"dev"`` or ``"test"``.
+        selector: ``"rule"`` (deterministic), ``{"type": "llm", "base_url": ...,
+            "model": ...}`` for an OpenAI-compatible LLM judge, or an object with
+            ``score(query, papers)``.
+        discrete_reward: Count new papers scoring >= 0.4 (top 3) instead of summing scores.
+        render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        search_top_k: Results per search (upstream: 10).
+        citations_limit: Citations per expand (upstream: 30; -1 for all).
+        search_cost: Cost of a search (PaperScout: 0.1).
+        expand_cost: Cost of an expand (PaperScout: 0.05).
+        select_threshold: Pool papers scoring at least this are the episode's answer set for
+            precision, recall and F1.
+        abstract_words: Abstracts in the paper list are cut to this many words
+            (upstream: 400; the generated abstracts are about 70 words).
+        end_on_invalid: End the episode on a step without any valid call (upstream).
+        n_papers: Size of the generated corpus.
+        n_queries: Queries of the generated corpus (80/10/10 train/dev/test).
+        corpus_seed: Seed of the generated corpus (not of the episode: that is ``reset``'s).
+        progress: Show a progress bar when the corpus or index is built.
+
+    Info keys (besides agent_gym.core.INFO_KEYS): ``precision``, ``recall``, ``f1`` of the
+    pool papers scoring at least ``select_threshold`` against the gold set (``score`` is the
+    recall, ``won`` is recall 1), ``pool_size``, ``num_gold``; after ``step`` also ``calls``
+    (per call: ``call``, ``reward``, ``new_papers``, ``note``) and ``skipped_lines``.
+    """
+
+    default_data_source = DATA_SOURCE
+    tools = (SEARCH_TOOL, EXPAND_TOOL, FINISH_TOOL)
+    prompt_templates = PROMPTS
+    max_parallel_calls = 5
+
+    def __init__(
+        self,
+        data: str | os.PathLike[str] = "generated",
+        queries: str | os.PathLike[str] | dict | None = None,
+        split: str = "train",
+        selector: str | dict | Selector = "rule",
+        discrete_reward: bool = False,
+        render_mode: str | None = None,
+        *,
+        search_top_k: int = 10,
+        citations_limit: int = 30,
+        search_cost: float = SEARCH_COST,
+        expand_cost: float = EXPAND_COST,
+        select_threshold: float = 0.5,
+        abstract_words: int = 60,
+        end_on_invalid: bool = True,
+        n_papers: int = 5000,
+        n_queries: int = 1000,
+        corpus_seed: int = 0,
+        progress: bool = False,
+    ) -> None:
+        super().__init__(render_mode=render_mode)
+        if split not in SPLITS:
+            raise ValueError(f"split={split!r} is not a split; use one of {SPLITS}")
+        if str(data) != "generated" and not Path(data).is_file():
+            raise FileNotFoundError(
+                f"data={str(data)!r}: no such papers file; pass 'generated' or the path of a "
+                "papers JSONL file"
+            )
+        if search_top_k < 1:
+            raise ValueError(f"search_top_k={search_top_k} must be at least 1")
+        self.data, self.queries, self.split = data, queries, split
+        self.selector = make_selector(selector)
+        self.discrete_reward = bool(discrete_reward)
+        self.search_top_k, self.citations_limit = search_top_k, citations_limit
+        self.search_cost, self.expand_cost = float(search_cost), float(expand_cost)
+        self.select_threshold, self.abstract_words = float(select_threshold), abstract_words
+        self.end_on_invalid = end_on_invalid
+        self._gen = {"n_papers": n_papers, "n_queries": n_queries, "seed": corpus_seed}
+        self._progress = progress
+        self._corpus: Corpus | None = None
+        self._index: SearchIndex | None = None
+        self._by_id: dict[str, Query] = {}
+        self._query: Query | None = None
+        self._done = False
+        self._pool = PaperPool()
+        self._history: list[str] = []  # "[Search] q" / "[Expand] id" lines
+        self._searched: set[str] = set()  # normalised queries, for the repeat penalty
+        self._scores: dict[str, float] = {}  # selector scores this episode, by paper id
+
+    # ----------------------------------------------------------------- data
+    def _load(self) -> None:
+        """Load (or build and cache) the corpus on first use: construction stays instant."""
+        if self._corpus is not None:
+            return
+        corpus, index = get_corpus(
+            self.data,
+            self.queries,
+            progress=self._progress,
+            n_papers=self._gen["n_papers"],
+            n_queries=self._gen["n_queries"],
+            seed=self._gen["seed"],
+            on_report=_warn_dropped,
+        )
+        if not corpus.queries.get(self.split):
+            have = [s for s in SPLITS if corpus.queries.get(s)]
+            raise ValueError(
+                f"split={self.split!r} has no queries in {corpus.data_source}; "
+                f"splits with queries: {have}"
+            )
+        self._corpus, self._index = corpus, index
+        self._by_id = {q.query_id: q for q in corpus.queries[self.split]}
+
+    @property
+    def corpus(self) -> Corpus:
+        """The corpus (loaded on first access)."""
+        self._load()
+        return self._corpus
+
+    @property
+    def query(self) -> Query | None:
+        """The current task, or None before the first reset."""
+        return self._query
+
+    # ----------------------------------------------------------------- episode
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Start an episode on a query of the split.
+
+        ``seed`` picks the query deterministically; ``options={"task_id": ...}`` names it.
+        """
+        super().reset(seed=seed)
+        self._load()
+        queries = self._corpus.queries[self.split]
+        task_id = (options or {}).get("task_id")
+        if task_id is not None:
+            task_id = str(task_id)
+            if task_id not in self._by_id:
+                raise ValueError(
+                    f"task_id={task_id!r} is not in split {self.split!r} of "
+                    f"{self._corpus.data_source} (ids look like {queries[0].query_id!r})"
+                )
+            self._query = self._by_id[task_id]
+        else:
+            self._query = queries[int(self.np_random.integers(len(queries)))]
+        self._pool = PaperPool()
+        self._history = []
+        self._searched = set()
+        self._scores = {}
+        self._done = False
+        obs = self._state_text()
+        self._last_obs = obs
+        return obs, self._info(obs)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Run the tool calls in ``action`` (one per line, at most 5)."""
+        action = self._check_action(action)
+        if self._query is None:
+            raise ResetNeeded("call reset() before step()")
+        if self._done:
+            state = self._state_text()
+            obs = state + "\n\n### Last Step\nThe episode is over; call reset()."
+            self._last_obs = obs
+            return obs, 0.0, True, False, self._info(state, valid=False, calls=[], skipped=0)
+        parsed = parse_action(action, self.max_parallel_calls)
+        reward, calls, feedback = 0.0, [], []
+        for call in parsed.calls:
+            r, new, note = self._run(call)
+            reward += r
+            calls.append({"call": str(call), "reward": r, "new_papers": new, "note": note})
+            feedback.append(f"{call}: {note} (reward {r:+.2f})")
+        feedback += [f"skipped: {p}" for p in parsed.problems]
+        valid = bool(parsed.calls)
+        terminated = any(c.tool == "finish" for c in parsed.calls)
+        if not valid:
+            if not parsed.problems:
+                feedback.append("The action is empty.")
+            feedback.append(
+                "No valid tool call in this step, so the episode ends."
+                if self.end_on_invalid
+                else "No valid tool call in this step; nothing changed."
+            )
+            terminated = self.end_on_invalid
+        self._done = terminated
+        state = self._state_text()
+        obs = state + "\n\n### Last Step\n" + "\n".join(feedback)
+        self._last_obs = obs
+        info = self._info(state, valid=valid, calls=calls, skipped=len(parsed.problems))
+        return obs, round(reward, 6), terminated, False, info
+
+    def _run(self, call: Call) -> tuple[float, int, str]:
+        """Apply one call; return its reward, the number of papers it added, and a note."""
+        if call.tool == "finish":
+            return 0.0, 0, "search finished"
+        if call.tool == "search":
+            key = normalise_query(call.arg)
+            if key in self._searched:
+                return REPEAT_PENALTY, 0, "repeated search"
+            self._searched.add(key)
+            self._history.append(f"[Search] {call.arg}")
+            found = [
+                self._corpus.papers[i].paper_id
+                for i in self._index.search(call.arg, self.search_top_k)
+            ]
+            added = self._add(found)
+            r = self._reward(added, self.search_cost)
+            return r, len(added), f"{len(found)} results, {len(added)} new papers added"
+        pid = call.arg
+        if pid not in self._pool:
+            return REPEAT_PENALTY, 0, "not in the paper list, cannot expand"
+        if self._pool.is_expanded(pid):
+            return REPEAT_PENALTY, 0, "already expanded"
+        self._pool.mark_expanded(pid)
+        self._history.append(f"[Expand] {pid}")
+        linked = self._corpus.neighbours(pid, self.citations_limit)
+        added = self._add(linked)
+        r = self._reward(added, self.expand_cost)
+        return r, len(added), f"{len(linked)} linked papers, {len(added)} new papers added"
+
+    def _add(self, ids: list[str]) -> list[float]:
+        """Score the papers not yet in the pool, add those scoring >= 0.01; their scores."""
+        new = [pid for pid in dict.fromkeys(ids) if pid not in self._pool]
+        unscored = [pid for pid in new if pid not in self._scores]
+        if unscored:
+            papers = [self._corpus.paper(pid) for pid in unscored]
+            scores = list(self.selector.score(self._query, papers))
+            if len(scores) != len(papers):
+                raise ValueError(
+                    f"selector {type(self.selector).__name__} returned {len(scores)} scores "
+                    f"for {len(papers)} papers; it must return one score per paper"
+                )
+            for pid, s in zip(unscored, scores):
+                s = float(s)
+                self._scores[pid] = min(1.0, max(0.0, s)) if math.isfinite(s) else 0.0
+        added = []
+        for pid in new:
+            s = self._scores[pid]
+            if s >= MIN_SCORE:  # upstream drops near-zero papers from the pool
+                self._pool.add(pid, s)
+                added.append(s)
+        return added
+
+    def _reward(self, scores: list[float], cost: float) -> float:
+        return call_reward(scores, cost=cost, discrete=self.discrete_reward)
+
+    # ----------------------------------------------------------------- views
+    def _state_text(self) -> str:
+        """The observation of the current state: query, history actions and paper list."""
+        history = "\n".join(self._history) or "(none yet)"
+        papers = render_paper_list(self._pool.view(), self._corpus.paper, self.abstract_words)
+        return (
+            f"### User Query\n{self._query.text}\n\n### History Actions\n{history}\n\n"
+            f"### Paper List\n{papers}"
+        )
+
+    def _admissible(self) -> list[str]:
+        if self._done:
+            return []
+        expands = [f"expand[{e.paper_id}]" for e in self._pool.view() if not e.expanded]
+        return ["search[<query>]", *expands, "finish[]"]
+
+    def _info(self, state: str, **step: Any) -> dict[str, Any]:
+        q = self._query
+        p, r, f = precision_recall_f1(self._pool.selected(self.select_threshold), q.gold)
+        info = {
+            "task": q.text,
+            "task_id": q.query_id,
+            "anchor_obs": state,
+            "admissible_actions": self._admissible(),
+            "won": r >= 1.0,
+            "score": float(r),
+            "data_source": self._corpus.data_source,
+            "precision": p,
+            "recall": r,
+            "f1": f,
+            "pool_size": len(self._pool),
+            "num_gold": len(q.gold),
+        }
+        if step:
+            info["is_action_valid"] = step["valid"]
+            info["calls"] = step["calls"]
+            info["skipped_lines"] = step["skipped"]
+        return info
+
+    # ----------------------------------------------------------------- helpers
+    def expert_action(self) -> str | None:
+        """The oracle's next action (it knows the gold set), or None outside an episode.
+
+        Returns the calls that cover the most missing gold papers (see :mod:`.oracle`), or
+        ``"finish[]"`` once every gold paper is in the pool.
+        """
+        if self._query is None or self._done:
+            return None
+        calls = plan_calls(
+            self._query,
+            set(self._pool.ids()),
+            {pid for pid in self._pool.ids() if self._pool.is_expanded(pid)},
+            self._searched,
+            self._corpus,
+            self._index,
+            max_calls=self.max_parallel_calls,
+            top_k=self.search_top_k,
+            citations_limit=self.citations_limit,
+        )
+        return "\n".join(calls) if calls else "finish[]"
+
+    @classmethod
+    def prepare(cls, *, progress: bool = True, **kwargs: Any) -> str:
+        """Build and cache the corpus and search index (idempotent); return a summary line.
+
+        Accepts the constructor's keywords (``data``, ``queries``, ``n_papers``, ...).
+        """
+        env = cls(**kwargs)  # validates the arguments
+        start = time.perf_counter()
+        if str(env.data) == "generated":
+            g = env._gen
+            corpus, _, built = build_generated(g["n_papers"], g["n_queries"], g["seed"], progress)
+            where = generated_folder(g["n_papers"], g["n_queries"], g["seed"])
+            state = "built" if built else "already cached"
+        else:
+            corpus, _, report = build_jsonl(env.data, env.queries, progress)
+            where = Path(env.data)
+            state = (
+                f"indexed; dropped {report.dangling_references} dangling references, "
+                f"{report.unresolved_answers} unresolved answers, "
+                f"{report.skipped_queries} queries without answers"
+            )
+        counts = "/".join(str(len(corpus.queries[s])) for s in SPLITS)
+        return (
+            f"{cls.__name__}: {len(corpus.papers)} papers, {counts} train/dev/test queries, "
+            f"{state} in {time.perf_counter() - start:.1f}s ({corpus.data_source}, {where})"
+        )

@@ -1,0 +1,207 @@
+"""WebShopEnv: page transitions, invalid actions, rewards, the expert, and official data."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import gymnasium as gym
+import pytest
+
+import agent_gym  # noqa: F401 - registers the ids
+from agent_gym.envs.webshop.env import SEARCH_PLACEHOLDER, WebShopEnv
+from agent_gym.envs.webshop.expert import expert_queries
+
+FIXTURES = Path(__file__).parent / "fixtures" / "official"
+
+
+@pytest.fixture()
+def env():
+    e = WebShopEnv(split="test")
+    yield e
+    e.close()
+
+
+def _goal_with_options(env):
+    for i in range(len(env.store.catalogue.split("test"))):
+        env.reset(options={"task_id": f"test-{i}"})
+        goal = env._goal
+        product = env.store.catalogue.by_asin[goal.asin]
+        if len(goal.options) >= 1 and len(product.options) >= 1:
+            return goal, product
+    raise AssertionError("no goal with options")
+
+
+def test_walk_through_every_page(env):
+    goal, product = _goal_with_options(env)
+    obs, info = env.reset(options={"task_id": info_id(env)})
+    assert info["admissible_actions"] == [SEARCH_PLACEHOLDER] and info["page"] == "search"
+    obs, r, term, trunc, info = env.step(f"search[{goal.name}]")
+    assert (r, term, trunc, info["is_action_valid"], info["page"]) == (0.0, False, False, True, "results")
+    assert f"Current Query: {goal.name.lower()}" in obs and "Page 1 (Total results: " in obs
+    assert info["admissible_actions"][0] == "click[back to search]"
+    asin = goal.asin.lower()
+    if "click[next >]" in info["admissible_actions"]:
+        _, _, _, _, info = env.step("click[next >]")
+        assert "Page 2 (Total results:" in info["anchor_obs"]
+        _, _, _, _, info = env.step("click[< prev]")
+        assert "Page 1 (Total results:" in info["anchor_obs"]
+    obs, _, _, _, info = env.step(f"Click[{goal.asin}]")  # verb and target are case-insensitive
+    assert info["page"] == "item" and f"Price: {product.price_tag}" in obs
+    value = goal.options[0]
+    _, _, _, _, info = env.step(f"click[{value}]")
+    assert "You have clicked" in info["anchor_obs"] and value in info["anchor_obs"]
+    for sub in ("description", "features", "reviews"):
+        _, _, _, _, info = env.step(f"click[{sub}]")
+        assert info["page"] == sub
+        _, _, _, _, info = env.step("click[< prev]")
+        assert info["page"] == "item" and value in info["anchor_obs"]  # options survive
+    _, _, _, _, info = env.step("click[< prev]")
+    assert info["page"] == "results" and f"click[{asin}]" in info["admissible_actions"]
+    _, _, _, _, info = env.step("click[back to search]")
+    assert info["page"] == "search" and info["admissible_actions"] == [SEARCH_PLACEHOLDER]
+
+
+def info_id(env):
+    return env._task_id(env._goal)
+
+
+@pytest.mark.parametrize(
+    ("action", "reason"),
+    [
+        ("buy it", "write search[keywords] or click[target]"),
+        ("click[buy now]", "is not clickable on this page"),
+        ("search[   ]", "needs keywords"),
+        ("click[search]", "is not clickable"),
+        ("search[a]trailing", "write search[keywords]"),
+    ],
+)
+def test_invalid_actions_leave_the_state_unchanged(env, action, reason):
+    obs0, info0 = env.reset(seed=1)
+    obs, r, term, trunc, info = env.step(action)
+    assert info["is_action_valid"] is False and reason in obs
+    assert obs.endswith(obs0) and info["anchor_obs"] == info0["anchor_obs"]
+    assert (r, term, trunc) == (0.0, False, False)
+
+
+def test_search_only_from_the_search_page(env):
+    env.reset(seed=1)
+    _, _, _, _, info = env.step("search[lamp]")
+    obs, _, _, _, info2 = env.step("search[chair]")
+    assert not info2["is_action_valid"] and "search page only" in obs
+    assert info2["anchor_obs"] == info["anchor_obs"]
+
+
+@pytest.mark.parametrize(
+    "query",
+    ["<script>alert(1)</script>&amp;", "\ud800 lone surrogate", "\x00\x1b[31m", "x" * 100_000,
+     "]]][[[", "点击 кликнуть 🛒"],
+)  # fmt: skip
+def test_any_query_is_shown_as_text(env, query):
+    env.reset(seed=2)
+    obs, _, _, _, info = env.step(f"search[{query}]")
+    assert info["is_action_valid"] is True
+    assert "<script>alert" not in env.page_html
+    shown = query.lower()[:1000].strip()
+    assert shown[:50] in obs
+
+
+def test_buying_ends_the_episode_with_the_reward(env):
+    env.reset(options={"task_id": "test-0"})
+    goal = env._goal
+    for action in (f"search[{goal.name}]", f"click[{goal.asin}]", "click[buy now]"):
+        obs, reward, term, trunc, info = env.step(action)
+    expected = (len(goal.attributes) + 0 + 1) / (len(goal.attributes) + len(goal.options) + 1)
+    assert term is True and trunc is False and reward == pytest.approx(expected)
+    assert info["score"] == reward and info["won"] is (reward >= 1.0)
+    assert info["reward_info"]["option_matches"] == 0 and info["purchased"]["asin"] == goal.asin
+    assert "Your score (min 0.0, max 1.0)" in obs and info["admissible_actions"] == []
+    obs, reward, term, _, info = env.step("click[buy now]")
+    assert not info["is_action_valid"] and reward == 0.0 and "episode is over" in obs
+
+
+def test_wrong_product_scores_less(env):
+    env.reset(options={"task_id": "test-1"})
+    goal = env._goal
+    other = next(p for p in env.store.catalogue.products if p.query != goal.query)
+    env.step(f"search[{other.name}]")
+    _, reward, term, _, info = env.step(f"click[{other.asin}]")
+    _, reward, term, _, info = env.step("click[buy now]")
+    assert term and reward < 1.0 and not info["won"]
+
+
+def test_expert_wins_at_least_99_percent_of_sampled_goals():
+    env = WebShopEnv(split="train")
+    wins = n = 0
+    for seed in range(150):
+        env.reset(seed=seed)
+        for _ in range(15):
+            action = env.expert_action()
+            _, _, term, _, info = env.step(action)
+            if term:
+                break
+        wins += info["won"]
+        n += 1
+        assert env.expert_action() is None or not info["won"]
+    assert wins / n >= 0.99, f"expert won {wins}/{n}"
+
+
+def test_copying_the_instruction_is_not_always_the_best_query(env):
+    env.reset(seed=0)
+    cat, index = env.store.catalogue, env.store.index
+
+    def rank(query, asin):
+        hits = [cat.products[i].asin for i in index.search(query)]
+        return hits.index(asin) if asin in hits else len(hits) + 1
+
+    goals = cat.split("test")[:200]
+    worse = sum(rank(g.instruction, g.asin) > rank(expert_queries(g)[1], g.asin) for g in goals)
+    assert worse >= 0.2 * len(goals), f"the instruction was a worse query for only {worse}/200"
+
+
+def test_task_ids_and_seeds(env):
+    _, a = env.reset(seed=3)
+    _, b = env.reset(seed=3)
+    _, c = env.reset(seed=4)
+    assert a["task_id"] == b["task_id"] != c["task_id"]
+    assert a["task_id"].startswith("test-")
+    _, d = env.reset(options={"task_id": 7})
+    assert d["task_id"] == "test-7"
+    _, e = env.reset(options={"task_id": "train-5"})  # other splits are reachable by id
+    assert e["task_id"] == "train-5"
+    for bad in ("test-99999", "holdout-1", "test-x"):
+        with pytest.raises(ValueError, match="task_id"):
+            env.reset(options={"task_id": bad})
+
+
+def test_html_observation_mode():
+    env = WebShopEnv(observation_mode="html")
+    obs, info = env.reset(seed=0)
+    assert obs.startswith("<!DOCTYPE html>") and 'id="search_input"' in obs
+    assert info["anchor_obs"].startswith("WebShop [SEP] Instruction:")
+
+
+def test_constructor_errors_name_the_value():
+    for kwargs, match in (
+        ({"split": "valid"}, "split='valid'"),
+        ({"noun_parser": "nltk"}, "noun_parser='nltk'"),
+        ({"observation_mode": "pixels"}, "observation_mode='pixels'"),
+    ):
+        with pytest.raises(ValueError, match=match):
+            WebShopEnv(**kwargs)
+
+
+def test_official_fixture_data_through_gym_make():
+    env = gym.make("AgentR1/WebShop-v0", data=str(FIXTURES), split="test")
+    for seed in range(4):
+        _, info = env.reset(options={"task_id": f"test-{seed}"})
+        assert info["data_source"] == "official:webshop"
+        while (action := env.unwrapped.expert_action()) is not None:
+            _, reward, term, trunc, info = env.step(action)
+        assert info["won"], (info["task"], info.get("reward_info"))
+    env.close()
+
+
+def test_prepare_is_idempotent():
+    first = WebShopEnv.prepare(progress=False)
+    assert first == WebShopEnv.prepare(progress=False)
+    assert "1,000 products, 6,000 goals (generated:webshop-catalogue)" in first

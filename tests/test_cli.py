@@ -1,0 +1,61 @@
+"""The ``agent-gym`` command, run as a user would (subprocess, real envs)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import agent_gym
+
+
+def _cli(*args: str, stdin: str = "", timeout: float = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "agent_gym.cli", *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_list_shows_every_id_with_its_data_source() -> None:
+    out = _cli("list")
+    assert out.returncode == 0, out.stderr
+    for env_id in agent_gym.ENV_IDS:
+        assert env_id in out.stdout
+    assert "import failed" not in out.stdout
+    assert "generated:" in out.stdout
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_play_quit_and_eof(env_id: str) -> None:
+    out = _cli("play", env_id, "--seed", "1", stdin="not a real command\nquit\n")
+    assert out.returncode == 0, out.stderr
+    assert "Task:" in out.stdout and "[reward 0" in out.stdout
+    eof = _cli("play", env_id, "--seed", "1", stdin="")
+    assert eof.returncode == 0, eof.stderr
+    assert "Traceback" not in eof.stderr
+
+
+def test_play_accepts_short_names_and_rejects_unknown() -> None:
+    assert _cli("play", "webshop", stdin="quit\n").returncode == 0
+    bad = _cli("play", "nosuchenv")
+    assert bad.returncode != 0 and "choose one of" in bad.stderr
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_prepare_is_idempotent(env_id: str) -> None:
+    first = _cli("prepare", env_id, "--quiet")
+    assert first.returncode == 0, first.stderr
+    second = _cli("prepare", env_id, "--quiet")
+    assert second.returncode == 0, second.stderr
+
+
+def test_evaluate_expert_prints_a_table() -> None:
+    out = _cli("evaluate", "--agent", "expert", "--episodes", "2")
+    assert out.returncode == 0, out.stderr
+    for env_id in agent_gym.ENV_IDS:
+        assert env_id.split("/")[-1] in out.stdout
+    assert "95%" in out.stdout

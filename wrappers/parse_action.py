@@ -1,0 +1,172 @@
+"""``ParseAction``: the wrapper that turns LLM text into the env command.
+
+A response that does not parse never reaches the env. Instead the wrapper answers the step
+itself: the state is unchanged, the observation repeats the current one after a one-line
+explanation, the reward is 0 (penalties are :class:`~agent_gym.wrappers.ShapeReward`'s job),
+and the step still counts toward the episode's step limit.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import gymnasium as gym
+
+from agent_gym.core import ToolSpec
+from agent_gym.spaces import Messages
+from agent_gym.wrappers.action_formats import (
+    FORMATS,
+    MULTIPLE_POLICIES,
+    ActionFormat,
+    ActionParseError,
+    Multiple,
+    parse_calls,
+    select_calls,
+)
+
+_HINTS = {
+    "tag": "Write your action as <action>command</action>.",
+    "tool_call": 'Call a tool as <tool_call>{"name": ..., "arguments": {...}}</tool_call>.',
+    "plain": "Reply with the command only.",
+}
+
+
+class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorArgs):
+    """Parse the tag, Hermes tool-call or plain format into the env's command.
+
+    Wrap the env returned by ``gym.make`` (that is, outside its ``TimeLimit``) and inside
+    :class:`~agent_gym.wrappers.ChatPrompt`::
+
+        env = ChatPrompt(ParseAction(gym.make("AgentR1/WebShop-v0"), format="tool_call"))
+
+    **Step limit.** Gymnasium's ``TimeLimit`` only sees steps that reach the env, so this
+    wrapper counts every step itself, parsed or not, and sets ``truncated`` once that count
+    reaches ``max_episode_steps`` (default: the env spec's, i.e. the registered limit).
+    Together both limits mean "at most ``max_episode_steps`` LLM responses per episode", and,
+    as in ``TimeLimit``, ``truncated`` is set on the last step even if it also terminates.
+
+    **Info.** Every step adds ``raw_action`` (the response text), ``parsed_action`` (the
+    command sent, ``""`` when none was) and ``parse_error`` (``""`` when the parse succeeded).
+    A failed parse returns a copy of the last info (so every env info key stays present, and
+    ``anchor_obs`` still names the unchanged state) with ``is_action_valid=False``.
+
+    Args:
+        env: A string-action env (the observation must still be text, not chat messages).
+        format: ``"tag"``, ``"tool_call"`` or ``"plain"`` (see
+            :mod:`agent_gym.wrappers.action_formats`).
+        tools: Tools for ``"tool_call"``; default ``env.unwrapped.tools``. A custom
+            :class:`~agent_gym.core.ToolSpec` sets the tool name, argument key and command.
+        multiple: Several calls in one response: ``"first"`` uses the first, ``"invalid"``
+            rejects the response, ``"join"`` sends them as one command per line. Default
+            ``"join"`` if the env takes several commands per step
+            (``env.unwrapped.max_parallel_calls > 1``), else ``"first"``.
+        max_calls: Most calls ``"join"`` accepts; default ``env.unwrapped.max_parallel_calls``.
+        max_episode_steps: Step limit counted here; default ``env.spec.max_episode_steps``
+            (``None``: no limit of its own).
+
+    Example:
+        >>> import gymnasium as gym, agent_gym
+        >>> from agent_gym.wrappers import ParseAction
+        >>> env = ParseAction(gym.make("AgentR1/ALFWorld-v0"), format="tag")  # doctest: +SKIP
+        >>> obs, info = env.reset(seed=0)  # doctest: +SKIP
+        >>> obs, r, term, trunc, info = env.step("<action>look</action>")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        env: gym.Env,
+        format: ActionFormat = "tag",
+        tools: Sequence[ToolSpec] | None = None,
+        multiple: Multiple | None = None,
+        max_calls: int | None = None,
+        max_episode_steps: int | None = None,
+    ) -> None:
+        gym.utils.RecordConstructorArgs.__init__(
+            self,
+            format=format,
+            tools=tools,
+            multiple=multiple,
+            max_calls=max_calls,
+            max_episode_steps=max_episode_steps,
+        )
+        gym.Wrapper.__init__(self, env)
+        if format not in FORMATS:
+            raise ValueError(f"unknown action format {format!r}; use one of {FORMATS}")
+        if isinstance(env.observation_space, Messages):
+            raise ValueError(
+                "ParseAction needs text observations but this env already returns chat "
+                "messages; put ParseAction inside ChatPrompt: ChatPrompt(ParseAction(env))"
+            )
+        parallel = int(getattr(env.unwrapped, "max_parallel_calls", 1))
+        if multiple is None:
+            multiple = "join" if parallel > 1 else "first"
+        if multiple not in MULTIPLE_POLICIES:
+            raise ValueError(f"unknown multiple={multiple!r}; use one of {MULTIPLE_POLICIES}")
+        self.action_format: ActionFormat = format
+        self.tools: tuple[ToolSpec, ...] = tuple(
+            tools if tools is not None else getattr(env.unwrapped, "tools", ())
+        )
+        if format == "tool_call" and not self.tools:
+            raise ValueError("format='tool_call' needs tools: pass tools=[ToolSpec(...)]")
+        self.multiple: Multiple = multiple
+        self.max_calls = parallel if max_calls is None else max_calls
+        if self.max_calls < 1:
+            raise ValueError(f"max_calls must be >= 1, got {self.max_calls}")
+        if max_episode_steps is None and env.spec is not None:
+            max_episode_steps = env.spec.max_episode_steps
+        self.max_episode_steps: int | None = max_episode_steps
+        self._elapsed_steps = 0
+        self._last_obs: str | None = None
+        self._last_info: dict[str, Any] | None = None
+
+    def reset(
+        self, *, seed: int | None = None, options: dict[str, Any] | None = None
+    ) -> tuple[str, dict[str, Any]]:
+        """Reset the env and the step count."""
+        obs, info = self.env.reset(seed=seed, options=options)
+        self._elapsed_steps = 0
+        self._last_obs, self._last_info = obs, info
+        return obs, info
+
+    def parse(self, text: str) -> str:
+        """Return the env command in ``text``; raise :class:`ActionParseError` if none."""
+        calls = parse_calls(text, self.action_format, self.tools, self.multiple)
+        return select_calls(calls, self.multiple, self.max_calls)
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Parse ``action``; step the env with the command, or answer the failure here.
+
+        Raises:
+            TypeError: ``action`` is not a ``str``.
+            gymnasium.error.ResetNeeded: ``step`` before ``reset``.
+        """
+        if not isinstance(action, str):
+            raise TypeError(
+                f"actions must be str (the LLM's response text), got {type(action).__name__}"
+            )
+        if self._last_info is None:
+            raise gym.error.ResetNeeded("call reset() before step()")
+        self._elapsed_steps += 1
+        try:
+            command = self.parse(action)
+        except ActionParseError as e:
+            obs = (
+                f"Invalid response: {e}. {_HINTS[self.action_format]} "
+                f"Nothing happened.\n\n{self._last_obs}"
+            )
+            info = {
+                **self._last_info,
+                "is_action_valid": False,
+                "raw_action": action,
+                "parsed_action": "",
+                "parse_error": str(e),
+            }
+            return obs, 0.0, False, self._limit_reached(), info
+        obs, reward, terminated, truncated, info = self.env.step(command)
+        self._last_obs, self._last_info = obs, info
+        info = {**info, "raw_action": action, "parsed_action": command, "parse_error": ""}
+        return obs, reward, terminated, truncated or self._limit_reached(), info
+
+    def _limit_reached(self) -> bool:
+        return self.max_episode_steps is not None and self._elapsed_steps >= self.max_episode_steps

@@ -66,6 +66,8 @@ class ModelConfig:
     """torch device; ``auto`` picks cuda when available, else cpu."""
     gradient_checkpointing: bool = False
     """Recompute activations in the backward pass (saves memory on large models)."""
+    trainable_layers: int = 0
+    """Train only the last N transformer layers (+ final norm); 0 trains every layer."""
     lora_rank: int = 0
     """LoRA rank; 0 trains all weights."""
     lora_alpha: int = 32

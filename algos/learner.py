@@ -165,6 +165,8 @@ class Learner:
         temperature: Rollout temperature (log-probs are taken at the same temperature).
         critic: Optional value model (:class:`~algos.critic.ValueModel`).
         ref_model: Optional frozen reference for the KL term.
+        loss_scale_factor: The constant K of ``seq-mean-token-sum-norm`` (Dr.GRPO); the
+            trainer passes the response budget. None: each mini-batch's response width.
     """
 
     def __init__(
@@ -178,7 +180,9 @@ class Learner:
         temperature: float = 1.0,
         critic: Any = None,
         ref_model: Any = None,
+        loss_scale_factor: float | None = None,
     ) -> None:
+        self.loss_scale_factor = loss_scale_factor
         self.model, self.tokenizer, self.algo = model, tokenizer, algo
         self.acfg, self.ocfg = algo_cfg, optim_cfg
         self.temperature = temperature if temperature > 0 else 1.0
@@ -261,9 +265,13 @@ class Learner:
 
     def _mini_batch_step(self, mb: TrainBatch, train_actor: bool) -> dict[str, float]:
         micro = max(self.ocfg.micro_batch_size, 1)
-        norm = mini_batch_counts(mb.response_mask)
+        # Mini-batch normalisers, shared by every micro-batch (exact accumulation).
+        k = self.loss_scale_factor or float(mb.response_mask.shape[1])
+        norm = {**mini_batch_counts(mb.response_mask), "loss_scale_factor": k}
         vmask_all = self._value_mask(mb)
-        vnorm = mini_batch_counts(vmask_all) if self.critic is not None else None
+        vnorm = None
+        if self.critic is not None:
+            vnorm = {**mini_batch_counts(vmask_all), "loss_scale_factor": k}
         self.optimizer.zero_grad(set_to_none=True)
         if self.critic_optimizer is not None:
             self.critic_optimizer.zero_grad(set_to_none=True)

@@ -167,6 +167,11 @@ def rollout(
     while active:
         prompts, owners, dropped = [], [], []
         for i in active:
+            if tok is None:  # chat-mode backend (an OpenAI endpoint): messages, no ids
+                prompts.append(as_messages(obs[i]))
+                owners.append(i)
+                dropped.append(0)
+                continue
             cb = (lambda k, i=i: shorter(i, k)) if shorter is not None else None
             ids, n_drop = fit_prompt(tok, as_messages(obs[i]), max_prompt_tokens, cb)
             if ids is None:
@@ -185,6 +190,8 @@ def rollout(
         for i, ids, gen, n_drop in zip(owners, prompts, gens, dropped):
             o, r, term, trunc, info = outcomes[i]
             valid = bool(info.get("is_action_valid", True))
+            if tok is None:
+                ids = []
             row = StepRecord(
                 prompt_ids=ids,
                 response_ids=gen.token_ids,

@@ -70,6 +70,26 @@ def shorter_for(venv: Any) -> Any:
     return lambda i, k: callbacks[i](k) if callbacks[i] is not None else None
 
 
+def freeze_lower_layers(model: Any, keep: int) -> None:
+    """Freeze everything but the last ``keep`` decoder layers and the final norm (CPU profile).
+
+    The backward pass then stops at the first trainable layer, which is what makes a
+    135M-parameter update affordable on two CPU cores.
+    """
+    from algos.critic import backbone_of
+
+    body = backbone_of(model)
+    layers = getattr(body, "layers", None)
+    if layers is None:
+        raise ValueError(f"model.trainable_layers: {type(body).__name__} has no .layers list")
+    model.requires_grad_(False)
+    for layer in list(layers)[-keep:]:
+        layer.requires_grad_(True)
+    norm = getattr(body, "norm", None)
+    if norm is not None:
+        norm.requires_grad_(True)
+
+
 @dataclass
 class Session:
     """Everything a run holds: config, model, learner, backend, envs and the run dir."""
@@ -96,6 +116,8 @@ def build_session(cfg: Config, run_dir: Path, *, resume: bool = False) -> Sessio
         m.name, dtype=m.dtype, device=resolve_device(m.device), seed=cfg.run.seed,
         gradient_checkpointing=m.gradient_checkpointing, lora=lora if m.lora_rank else None,
     )
+    if m.trainable_layers:
+        freeze_lower_layers(model, m.trainable_layers)
     critic = ValueModel(model) if algo.critic else None
     ref = None
     if cfg.algo.kl_coef:
@@ -103,7 +125,8 @@ def build_session(cfg: Config, run_dir: Path, *, resume: bool = False) -> Sessio
 
         ref = copy.deepcopy(model).eval().requires_grad_(False)
     learner = Learner(model, tok, algo, cfg.algo, cfg.optim,
-                      temperature=cfg.rollout.temperature, critic=critic, ref_model=ref)
+                      temperature=cfg.rollout.temperature, critic=critic, ref_model=ref,
+                      loss_scale_factor=float(cfg.rollout.max_new_tokens))
     backend = make_backend(cfg.rollout.backend, model, tok,
                            max_batch_size=cfg.rollout.max_batch_size)
     if not backend.returns_logprobs:

@@ -79,16 +79,20 @@ def main() -> None:
         gen, load, idx, (catalogue, index) = _build(n)
         rows.append((n, gen, load, idx, _search_ms(catalogue, index)))
     steps = _random_steps_per_s(args.steps)
-    print(f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
-          f"Python {platform.python_version()}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}")
+    print(
+        f"machine: {platform.processor() or platform.machine()}, {os.cpu_count()} CPUs, "
+        f"Python {platform.python_version()}, OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS')}"
+    )
     print()
     print("| products | generate + write (s) | load (s) | index (s) | search median (ms) |")
     print("|---:|---:|---:|---:|---:|")
     for n, gen, load, idx, ms in rows:
         print(f"| {n:,} | {gen:.2f} | {load:.2f} | {idx:.2f} | {ms:.1f} |")
     print()
-    print(f"random policy on the {args.small:,}-product catalogue: {steps:,.0f} steps/s "
-          f"({args.steps:,} steps, one process)")
+    print(
+        f"random policy on the {args.small:,}-product catalogue: {steps:,.0f} steps/s "
+        f"({args.steps:,} steps, one process)"
+    )
 
 
 if __name__ == "__main__":

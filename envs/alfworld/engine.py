@@ -10,10 +10,34 @@ from __future__ import annotations
 
 import contextlib
 import sys
+import threading
 from collections.abc import Iterator
 from typing import Any
 
 from agent_gym.envs.alfworld import speedup
+
+# Copies of fast-downward's library released by closed engines. Each engine needs its own copy
+# (the library keeps its state in globals), and unloading a copy with dlclose crashes the
+# next load, so closed engines hand their copy to the next engine instead.
+_free_libs: list[Any] = []
+_free_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _reuse_free_lib() -> Iterator[None]:
+    import fast_downward
+
+    with _free_lock:
+        lib = _free_libs.pop() if _free_libs else None
+    if lib is None:
+        yield
+        return
+    load_lib = fast_downward.load_lib
+    fast_downward.load_lib = lambda: lib  # PddlEnv.__init__ calls fast_downward.load_lib()
+    try:
+        yield
+    finally:
+        fast_downward.load_lib = load_lib
 
 
 @contextlib.contextmanager
@@ -51,7 +75,8 @@ class Engine:
             ) from err
         if fast:
             speedup.install()
-        self._tw = PddlEnv(textworld.EnvInfos(won=True, admissible_commands=True))
+        with _reuse_free_lib():
+            self._tw = PddlEnv(textworld.EnvInfos(won=True, admissible_commands=True))
         self.game_key: str | None = None
         self._closed = False
 
@@ -97,11 +122,12 @@ class Engine:
             return list(state.replan(self._tw._entity_infos))
 
     def close(self) -> None:
-        """Unload fast-downward's library copy (idempotent)."""
+        """Free the game's planner state and pass the library copy on (idempotent)."""
         if self._closed:
             return
         self._closed = True
-        import fast_downward
-
-        with contextlib.suppress(Exception):
-            fast_downward.close_lib(self._tw.downward_lib)
+        lib = self._tw.downward_lib
+        if self.game_key is not None:
+            lib.cleanup()  # frees the loaded task; the next engine's load_sas starts afresh
+        with _free_lock:
+            _free_libs.append(lib)

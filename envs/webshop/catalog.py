@@ -10,8 +10,8 @@ does what upstream's ``engine.load_products`` and ``goal.get_human_goals`` do:
   ``pricing`` ``"$a"`` or ``"$a - $b"`` parsed to one or two prices; a product with two prices
   costs a uniform draw between them (seeded by its id here, unseeded upstream);
 * goals: every human instruction with at least one attribute; its price limit is the larger
-  of two of the first four multiples of 10 above the price (seeded by product id and
-  instruction number here), appended as ``", and price lower than X dollars"``;
+  of two of the first four multiples of 10 above the price (drawn from a fixed seed here,
+  unseeded upstream), appended as ``", and price lower than X dollars"``;
 * goals shuffled with ``random.Random(233)`` as upstream, then split: goals 0-499 ``test``,
   500-1499 ``eval``, the rest ``train``.
 
@@ -20,7 +20,6 @@ Malformed records raise :class:`CatalogueError` naming the file, the record and 
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import random
 import re
@@ -298,14 +297,17 @@ def _parse_product(
 
 
 def _price_limit(price: float, rng: random.Random) -> tuple[float, str]:
-    steps = [p for p in _PRICE_STEPS if p > price][:4]
+    first = int(price // 10) + 1  # the first multiple of 10 strictly above the price
+    steps = [10.0 * k for k in range(max(first, 1), min(first + 4, 100))]
     if len(steps) < 2:
         return 1_000_000.0, ""
     upper = max(rng.sample(steps, 2))
     return upper, f", and price lower than {upper:.2f} dollars"
 
 
-def _goals_of(product: Product, records: Any, file: str) -> tuple[list[Goal], int]:
+def _goals_of(
+    product: Product, records: Any, file: str, rng: random.Random
+) -> tuple[list[dict[str, Any]], int]:
     if not isinstance(records, list):
         raise _err(file, f"asin {product.asin!r}", "must map to a list of instructions")
     goals, skipped = [], 0
@@ -322,10 +324,9 @@ def _goals_of(product: Product, records: Any, file: str) -> tuple[list[Goal], in
         if not attrs:  # upstream skips goals without attributes
             skipped += 1
             continue
-        upper, price_text = _price_limit(product.price, random.Random(f"goal:{product.asin}:{j}"))
+        upper, price_text = _price_limit(product.price, rng)
         goals.append(
-            Goal(
-                index=-1,
+            dict(
                 asin=product.asin,
                 instruction=_text(rec, "instruction", file, where).strip(".") + price_text,
                 attributes=tuple(attrs),
@@ -391,12 +392,14 @@ def load_catalogue(
     human = _read_json(goal_path)
     if not isinstance(human, dict):
         raise CatalogueError(f"{goal_path.name}: expected an object mapping asin -> instructions")
-    goals, skipped = [], 0
+    found: list[dict[str, Any]] = []
+    skipped = 0
+    rng = random.Random("webshop-price-limits")  # upstream draws these unseeded
     for product in products:
         if product.asin in human:
-            found, n = _goals_of(product, human[product.asin], goal_path.name)
-            goals.extend(found)
+            goals, n = _goals_of(product, human[product.asin], goal_path.name, rng)
+            found.extend(goals)
             skipped += n
-    random.Random(233).shuffle(goals)  # upstream: random.seed(233); random.shuffle(goals)
-    goals = [dataclasses.replace(g, index=i) for i, g in enumerate(goals)]
+    random.Random(233).shuffle(found)  # upstream: random.seed(233); random.shuffle(goals)
+    goals = [Goal(index=i, **g) for i, g in enumerate(found)]
     return Catalogue(products, goals, directory, skipped_goals=skipped)

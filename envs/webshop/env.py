@@ -66,6 +66,7 @@ class WebShopEnv(TextEnv):
         (1.0, True, True)
     """
 
+    metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
     default_data_source: ClassVar[str] = DATA_SOURCE
     tools: ClassVar[tuple[ToolSpec, ...]] = (ENV_STEP_TOOL,)
     prompt_templates = WEBSHOP_PROMPTS
@@ -121,9 +122,7 @@ class WebShopEnv(TextEnv):
         if self._store is None:
             from agent_gym.envs.webshop.store import get_store
 
-            self._store = get_store(
-                self.data, self.num_products, self.goals_per_product, self.seed
-            )
+            self._store = get_store(self.data, self.num_products, self.goals_per_product, self.seed)
         return self._store
 
     @classmethod

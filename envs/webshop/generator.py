@@ -127,7 +127,9 @@ def _reviews(rng: random.Random, ptype: ProductType, attrs: list[str]) -> list[d
     for _ in range(rng.choice((0, 1, 2, 3))):
         title, score = rng.choice(REVIEW_TITLES)
         if score >= 4:
-            body = f"I like that it is {rng.choice(attrs)}. Would buy this {ptype.noun.lower()} again."
+            body = (
+                f"I like that it is {rng.choice(attrs)}. Would buy this {ptype.noun.lower()} again."
+            )
         else:
             body = f"It says {rng.choice(attrs)} but it did not work out for me."
         out.append({"title": title, "score": score, "body": body})

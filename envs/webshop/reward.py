@@ -240,9 +240,7 @@ def _fuzzy(a: str, b: str) -> float:
 
 def _in_text(value: str, title: str, bullets: Sequence[str], description: str) -> bool:
     return (
-        value in title.lower()
-        or value in " ".join(bullets).lower()
-        or value in description.lower()
+        value in title.lower() or value in " ".join(bullets).lower() or value in description.lower()
     )
 
 

@@ -118,7 +118,9 @@ def _handler(sessions: _Sessions) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def make_server(port: int = 3000, host: str = "127.0.0.1", **env_kwargs: Any) -> ThreadingHTTPServer:
+def make_server(
+    port: int = 3000, host: str = "127.0.0.1", **env_kwargs: Any
+) -> ThreadingHTTPServer:
     """Create (not start) the HTTP server; ``port=0`` picks a free port.
 
     Args:

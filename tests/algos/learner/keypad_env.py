@@ -1,13 +1,15 @@
 """A tiny multi-step task whose reward depends on the actions, for the learning tests.
 
-"Keypad": the agent has ``max_steps`` turns to make ``presses`` valid key presses. An action
+"Keypad": the agent has 4 turns (the registered step limit) to make ``presses`` = 3 valid key
+presses. An action
 whose first character is printable ASCII (space to ``~``) is a valid press; anything else
 (empty, control or non-ASCII text) is an invalid action that changes nothing. Reward 1 and
 ``won`` when the last needed press is made (``terminated``); the step limit truncates.
 
 A randomly initialised byte-level model starts its response with printable ASCII about a third
-of the time, so 2 presses in 3 turns succeed about 25% of the time before training; a policy
-that learned to type ASCII succeeds nearly always. The anchor is the progress only (no step
+of the time, so 3 presses in 4 turns succeed about 11% of the time before training
+(4 * p^3 * (1 - p) + p^4 with p = 1/3); a policy that learned to type ASCII succeeds nearly
+always. The anchor is the progress only (no step
 counter), so GiGPO's step groups have several members.
 """
 
@@ -25,9 +27,9 @@ ENV_ID = "AlgosTest/Keypad-v0"
 class KeypadEnv(TextEnv):
     """See the module docstring."""
 
-    def __init__(self, presses: int = 2, max_steps: int = 3, **kwargs: Any) -> None:
+    def __init__(self, presses: int = 3, **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.presses, self.max_steps = presses, max_steps
+        self.presses = presses
         self._count = 0
 
     def _obs(self) -> str:
@@ -67,5 +69,8 @@ class KeypadEnv(TextEnv):
 def register() -> str:
     """Register the id (idempotent) and return it."""
     if ENV_ID not in gym.registry:
-        gym.register(ENV_ID, entry_point=KeypadEnv, max_episode_steps=3, disable_env_checker=True)
+        gym.register(ENV_ID, entry_point=KeypadEnv, max_episode_steps=4, disable_env_checker=True)
     return ENV_ID
+
+
+register()  # on import, so ``gym.make("keypad_env:AlgosTest/Keypad-v0")`` works

@@ -127,8 +127,13 @@ def test_missing_files_and_folder_are_explained(tmp_path):
     with pytest.raises(CatalogueError, match="items_shuffle.json, items_shuffle_1000.json found"):
         load_catalogue(tmp_path)
     shutil.copytree(FIXTURES, tmp_path / "d")
-    (tmp_path / "d" / "items_human_ins.json").write_text('{"B07XQ1TEST": [{"instruction": 3, "instruction_attributes": ["a"]}]}')
-    with pytest.raises(CatalogueError, match=r"items_human_ins.json: asin 'B07XQ1TEST', instruction 0: field 'instruction'"):
+    (tmp_path / "d" / "items_human_ins.json").write_text(
+        '{"B07XQ1TEST": [{"instruction": 3, "instruction_attributes": ["a"]}]}'
+    )
+    with pytest.raises(
+        CatalogueError,
+        match=r"items_human_ins.json: asin 'B07XQ1TEST', instruction 0: field 'instruction'",
+    ):
         load_catalogue(tmp_path / "d")
     (tmp_path / "d" / "items_human_ins.json").write_text("{not json")
     with pytest.raises(CatalogueError, match="items_human_ins.json: not valid JSON"):

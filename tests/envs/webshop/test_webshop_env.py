@@ -33,10 +33,16 @@ def _goal_with_options(env):
 
 def test_walk_through_every_page(env):
     goal, product = _goal_with_options(env)
-    obs, info = env.reset(options={"task_id": info_id(env)})
+    obs, info = env.reset(options={"task_id": env._task_id(goal)})
     assert info["admissible_actions"] == [SEARCH_PLACEHOLDER] and info["page"] == "search"
     obs, r, term, trunc, info = env.step(f"search[{goal.name}]")
-    assert (r, term, trunc, info["is_action_valid"], info["page"]) == (0.0, False, False, True, "results")
+    assert (r, term, trunc, info["is_action_valid"], info["page"]) == (
+        0.0,
+        False,
+        False,
+        True,
+        "results",
+    )
     assert f"Current Query: {goal.name.lower()}" in obs and "Page 1 (Total results: " in obs
     assert info["admissible_actions"][0] == "click[back to search]"
     asin = goal.asin.lower()
@@ -59,10 +65,6 @@ def test_walk_through_every_page(env):
     assert info["page"] == "results" and f"click[{asin}]" in info["admissible_actions"]
     _, _, _, _, info = env.step("click[back to search]")
     assert info["page"] == "search" and info["admissible_actions"] == [SEARCH_PLACEHOLDER]
-
-
-def info_id(env):
-    return env._task_id(env._goal)
 
 
 @pytest.mark.parametrize(

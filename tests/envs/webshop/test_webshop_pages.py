@@ -70,8 +70,13 @@ def test_item_page_options_and_selection():
         options={"color": "navy | white"},
     )  # fmt: skip
     page = pages.parse_page(html)
-    assert "color [SEP] black [SEP] navy | white [SEP] You have clicked color: navy | white." in page.text
-    assert page.text.endswith("Acme Lamp [SEP] Price: $10.0 [SEP] Rating: N.A. [SEP] Description [SEP] Features [SEP] Reviews [SEP] Buy Now")
+    assert (
+        "color [SEP] black [SEP] navy | white [SEP] You have clicked color: navy | white."
+        in page.text
+    )
+    assert page.text.endswith(
+        "Acme Lamp [SEP] Price: $10.0 [SEP] Rating: N.A. [SEP] Description [SEP] Features [SEP] Reviews [SEP] Buy Now"
+    )
     assert list(page.clickables) == [
         "back to search", "< prev", "description", "features", "reviews", "buy now", "black",
         "navy | white",
@@ -85,7 +90,9 @@ def test_sub_pages():
         ("features", "Bright"),
         ("reviews", "No reviews found"),
     ):
-        html = pages.render(kind, instruction="i", act=_act, keywords="k", product=PRODUCT, options={})
+        html = pages.render(
+            kind, instruction="i", act=_act, keywords="k", product=PRODUCT, options={}
+        )
         text = pages.parse_page(html).text
         assert text.endswith(f"< Prev [SEP] {expected}"), text
 
@@ -96,4 +103,6 @@ def test_interpolated_text_is_escaped():
         "results", instruction=evil, act=_act, keywords=evil, page=1, total=0, products=[]
     )
     assert "<script>alert" not in html and "&lt;script&gt;" in html
-    assert pages.parse_page(html).text.startswith(f"Instruction: [SEP] {evil} [SEP] Current Query: {evil}")
+    assert pages.parse_page(html).text.startswith(
+        f"Instruction: [SEP] {evil} [SEP] Current Query: {evil}"
+    )

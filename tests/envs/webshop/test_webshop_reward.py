@@ -16,7 +16,9 @@ from agent_gym.envs.webshop.reward import (
     type_reward,
 )
 
-SAIREED = "Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD Soundbar"
+SAIREED = (
+    "Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1 Bar 2.1 Channel 4K Ultra HD Soundbar"
+)
 BRST = (
     "BRST AC Power Cord Outlet Socket Cable Plug Lead for Panasonic SC-HT830V DVD/VCR Combo "
     "Home Theater System"

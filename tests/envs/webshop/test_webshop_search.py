@@ -34,7 +34,10 @@ def test_tokenize_lowercases_and_drops_stopwords():
 
 
 def test_document_text_is_title_description_first_bullet_and_options():
-    assert document_text(PRODUCTS[0]) == "red running shoes light shoes for road running breathable mesh"
+    assert (
+        document_text(PRODUCTS[0])
+        == "red running shoes light shoes for road running breathable mesh"
+    )
     assert document_text(PRODUCTS[1]) == "blue hat a warm hat size: small, large"
 
 

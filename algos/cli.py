@@ -1,10 +1,10 @@
 """The ``algos`` command: ``train``, ``eval``, ``list`` and ``plot``.
 
-    algos train recipes/alfworld/gigpo.toml [--set key=value ...]
-    algos train --resume runs/ALFWorld-v0-gigpo-20250101-120000
-    algos eval --env AgentR1/ALFWorld-v0 --policy hf:smollm2-135m --episodes 20 --split valid_seen
-    algos list
-    algos plot RUN_DIR
+algos train recipes/alfworld/gigpo.toml [--set key=value ...]
+algos train --resume runs/ALFWorld-v0-gigpo-20250101-120000
+algos eval --env AgentR1/ALFWorld-v0 --policy hf:smollm2-135m --episodes 20 --split valid_seen
+algos list
+algos plot RUN_DIR
 """
 
 from __future__ import annotations
@@ -26,8 +26,10 @@ def _train(args: argparse.Namespace) -> int:
         run_dir = train(None, run_dir=Path(args.resume), resume=True)  # type: ignore[arg-type]
     else:
         if not args.recipe:
-            print("algos train: give a recipe (recipes/<env>/<algo>.toml) or --resume RUN_DIR",
-                  file=sys.stderr)
+            print(
+                "algos train: give a recipe (recipes/<env>/<algo>.toml) or --resume RUN_DIR",
+                file=sys.stderr,
+            )
             return 2
         cfg = load_config(args.recipe, args.set or [])
         run_dir = train(cfg)
@@ -51,8 +53,10 @@ def _eval(args: argparse.Namespace) -> int:
     print(f"{cfg.env.id} [{args.policy}] {result['line']}")
     for name, block in result.get("per_task_type", {}).items():
         lo, hi = block["success_ci95"]
-        print(f"  {name:36s} success {block['success_rate']:.1%} ({lo:.1%}-{hi:.1%}) "
-              f"n={block['episodes']}")
+        print(
+            f"  {name:36s} success {block['success_rate']:.1%} ({lo:.1%}-{hi:.1%}) "
+            f"n={block['episodes']}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2))
     return 0
@@ -65,7 +69,9 @@ def _list(args: argparse.Namespace) -> int:
 
     print("algorithms:")
     for a in ALGORITHMS.values():
-        print(f"  {a.name:14s} {a.estimator} + {a.loss}{' + critic' if a.critic else ''}: {a.summary}")
+        print(
+            f"  {a.name:14s} {a.estimator} + {a.loss}{' + critic' if a.critic else ''}: {a.summary}"
+        )
     print("envs:")
     for env_id in ENV_IDS:
         print(f"  {env_id}")
@@ -90,8 +96,12 @@ def build_parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(dest="command", required=True)
     t = sub.add_parser("train", help="train from a TOML recipe, or resume a run")
     t.add_argument("recipe", nargs="?", help="recipe file, e.g. recipes/alfworld/gigpo.toml")
-    t.add_argument("--set", action="append", metavar="KEY=VALUE",
-                   help="override a config field, e.g. --set optim.lr=1e-5 (repeatable)")
+    t.add_argument(
+        "--set",
+        action="append",
+        metavar="KEY=VALUE",
+        help="override a config field, e.g. --set optim.lr=1e-5 (repeatable)",
+    )
     t.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
     t.set_defaults(func=_train)
     e = sub.add_parser("eval", help="success rate and score of a policy, with 95%% intervals")

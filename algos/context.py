@@ -123,9 +123,7 @@ def chat_prompt_shorter(env: Any) -> Callable[[int], Messages | None] | None:
     pairs (the wrapper's own history is restored afterwards).
     """
     layer = env
-    while layer is not None and not (
-        hasattr(layer, "messages") and hasattr(layer, "_history")
-    ):
+    while layer is not None and not (hasattr(layer, "messages") and hasattr(layer, "_history")):
         layer = getattr(layer, "env", None)
     if layer is None:
         return None

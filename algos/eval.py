@@ -48,7 +48,9 @@ def summarize(episodes: list[Episode]) -> dict[str, Any]:
     return out
 
 
-def evaluate(cfg: Config, backend: Any, episodes: int, *, batch: int | None = None) -> dict[str, Any]:
+def evaluate(
+    cfg: Config, backend: Any, episodes: int, *, batch: int | None = None
+) -> dict[str, Any]:
     """Run ``episodes`` evaluation episodes (one per task seed) with ``backend``.
 
     Seeds are ``cfg.env.eval_seed + i`` (disjoint from training's hashed seeds); the env is
@@ -70,10 +72,15 @@ def evaluate(cfg: Config, backend: Any, episodes: int, *, batch: int | None = No
             if not hasattr(venv, "envs") and n != width:
                 seeds += seeds[-1:] * (width - n)  # a vector env needs a seed for every slot
             ro = rollout(
-                envs, backend, seeds=seeds, groups=list(range(len(seeds))),
+                envs,
+                backend,
+                seeds=seeds,
+                groups=list(range(len(seeds))),
                 sampling=SamplingParams(r.max_new_tokens, r.eval_temperature, 1.0),
-                max_prompt_tokens=r.max_prompt_tokens, max_steps=cfg.env.max_steps or None,
-                shorter=shorter_for(venv), record_text=False,
+                max_prompt_tokens=r.max_prompt_tokens,
+                max_steps=cfg.env.max_steps or None,
+                shorter=shorter_for(venv),
+                record_text=False,
             )
             done.extend(ro.episodes[:n])
             start += n
@@ -95,8 +102,13 @@ def expert_evaluate(cfg: Config, episodes: int) -> dict[str, Any]:
         for i in range(episodes):
             seed = cfg.env.eval_seed + i
             _, info = env.reset(seed=seed)
-            ep = Episode(traj=i, group=i, seed=seed, task=str(info.get("task", "")),
-                         task_type=str(info.get("task_type", "")))
+            ep = Episode(
+                traj=i,
+                group=i,
+                seed=seed,
+                task=str(info.get("task", "")),
+                task_type=str(info.get("task_type", "")),
+            )
             while True:
                 _, rew, term, trunc, info = env.step(env.unwrapped.expert_action())
                 ep.ret += float(rew)
@@ -123,8 +135,9 @@ def policy_backend(spec: str, cfg: Config, *, model_name: str | None = None) -> 
         from algos.models import load_model
         from algos.trainer import resolve_device
 
-        model, tok = load_model(target or cfg.model.name, dtype=cfg.model.dtype,
-                                device=resolve_device(cfg.model.device))
+        model, tok = load_model(
+            target or cfg.model.name, dtype=cfg.model.dtype, device=resolve_device(cfg.model.device)
+        )
         return HFBackend(model, tok, max_batch_size=cfg.rollout.max_batch_size)
     if kind == "vllm":
         from algos.backends.vllm import VLLMBackend
@@ -134,9 +147,7 @@ def policy_backend(spec: str, cfg: Config, *, model_name: str | None = None) -> 
         from algos.backends.openai import OpenAIBackend
 
         return OpenAIBackend(target, model=model_name or cfg.model.name)
-    raise ValueError(
-        f"unknown policy {spec!r}; use hf:MODEL, vllm:MODEL, openai:URL or expert"
-    )
+    raise ValueError(f"unknown policy {spec!r}; use hf:MODEL, vllm:MODEL, openai:URL or expert")
 
 
 def with_env(cfg: Config, env_id: str | None, split: str | None) -> Config:

@@ -47,8 +47,9 @@ class MetricsLogger:
             an iteration whose checkpoint was never written).
     """
 
-    def __init__(self, run_dir: Path, *, tensorboard: bool = True,
-                 resume_from: int | None = None) -> None:
+    def __init__(
+        self, run_dir: Path, *, tensorboard: bool = True, resume_from: int | None = None
+    ) -> None:
         self.path = Path(run_dir) / "metrics.jsonl"
         self.episodes_path = Path(run_dir) / "episodes.jsonl"
         if resume_from is not None:
@@ -98,7 +99,8 @@ def _truncate_after(path: Path, iteration: int) -> None:
     if not path.is_file():
         return
     keep = [
-        line for line in path.read_text().splitlines()
+        line
+        for line in path.read_text().splitlines()
         if line.strip() and json.loads(line).get("iteration", -1) <= iteration
     ]
     from agent_gym.paths import atomic_write_text

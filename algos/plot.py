@@ -46,7 +46,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
         if len(keys) > 1:
             ax.legend(fontsize=7)
         ax.grid(alpha=0.3)
-    for ax in list(axes.flat)[len(panels):]:
+    for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(str(Path(run_dir).name))
     fig.tight_layout()

@@ -52,10 +52,12 @@ def make_envs(cfg: Config, num_envs: int, *, evaluation: bool = False) -> Any:
     e = cfg.env
     wrappers = [
         functools.partial(ParseAction, format=e.action_format),
-        functools.partial(ShapeReward, success_bonus=e.success_bonus,
-                          invalid_penalty=e.invalid_penalty),
-        functools.partial(ChatPrompt, history_length=e.history_length,
-                          action_format=e.action_format),
+        functools.partial(
+            ShapeReward, success_bonus=e.success_bonus, invalid_penalty=e.invalid_penalty
+        ),
+        functools.partial(
+            ChatPrompt, history_length=e.history_length, action_format=e.action_format
+        ),
     ]
     kwargs = {**e.kwargs, **(e.eval_kwargs if evaluation else {})}
     return make_vec(e.id, num_envs, mode=e.vector_mode, wrappers=wrappers, **kwargs)
@@ -113,8 +115,12 @@ def build_session(cfg: Config, run_dir: Path, *, resume: bool = False) -> Sessio
     m = cfg.model
     lora = {"r": m.lora_rank, "lora_alpha": m.lora_alpha, "target_modules": "all-linear"}
     model, tok = load_model(
-        m.name, dtype=m.dtype, device=resolve_device(m.device), seed=cfg.run.seed,
-        gradient_checkpointing=m.gradient_checkpointing, lora=lora if m.lora_rank else None,
+        m.name,
+        dtype=m.dtype,
+        device=resolve_device(m.device),
+        seed=cfg.run.seed,
+        gradient_checkpointing=m.gradient_checkpointing,
+        lora=lora if m.lora_rank else None,
     )
     if m.trainable_layers:
         freeze_lower_layers(model, m.trainable_layers)
@@ -124,11 +130,20 @@ def build_session(cfg: Config, run_dir: Path, *, resume: bool = False) -> Sessio
         import copy
 
         ref = copy.deepcopy(model).eval().requires_grad_(False)
-    learner = Learner(model, tok, algo, cfg.algo, cfg.optim,
-                      temperature=cfg.rollout.temperature, critic=critic, ref_model=ref,
-                      loss_scale_factor=float(cfg.rollout.max_new_tokens))
-    backend = make_backend(cfg.rollout.backend, model, tok,
-                           max_batch_size=cfg.rollout.max_batch_size)
+    learner = Learner(
+        model,
+        tok,
+        algo,
+        cfg.algo,
+        cfg.optim,
+        temperature=cfg.rollout.temperature,
+        critic=critic,
+        ref_model=ref,
+        loss_scale_factor=float(cfg.rollout.max_new_tokens),
+    )
+    backend = make_backend(
+        cfg.rollout.backend, model, tok, max_batch_size=cfg.rollout.max_batch_size
+    )
     if not backend.returns_logprobs:
         raise ValueError(f"backend {cfg.rollout.backend!r} returns no log-probs; cannot train")
     start = 0
@@ -142,8 +157,9 @@ def build_session(cfg: Config, run_dir: Path, *, resume: bool = False) -> Sessio
     return Session(cfg, run_dir, learner, backend, venv, start)
 
 
-def batch_from_rollout(ro: RolloutResult, learner: Learner, cfg: Config,
-                       iteration: int) -> tuple[TrainBatch, dict[str, float]]:
+def batch_from_rollout(
+    ro: RolloutResult, learner: Learner, cfg: Config, iteration: int
+) -> tuple[TrainBatch, dict[str, float]]:
     """Turn rollout rows into a :class:`TrainBatch` with old log-probs and advantages."""
     rows = ro.rows
     batch = TrainBatch.from_ids([r.prompt_ids for r in rows], [r.response_ids for r in rows])
@@ -201,10 +217,15 @@ def run_iteration(s: Session, iteration: int) -> dict[str, Any]:
     seeds, groups = iteration_seeds(cfg, iteration)
     t0 = time.perf_counter()
     ro = rollout(
-        s.venv, s.backend, seeds=seeds, groups=groups,
+        s.venv,
+        s.backend,
+        seeds=seeds,
+        groups=groups,
         sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
-        max_prompt_tokens=r.max_prompt_tokens, max_steps=cfg.env.max_steps or None,
-        shorter=shorter_for(s.venv), progress=cfg.run.progress,
+        max_prompt_tokens=r.max_prompt_tokens,
+        max_steps=cfg.env.max_steps or None,
+        shorter=shorter_for(s.venv),
+        progress=cfg.run.progress,
     )
     t_roll = time.perf_counter() - t0
     metrics: dict[str, Any] = {f"rollout/{k}": v for k, v in ro.summary().items()}
@@ -220,8 +241,10 @@ def run_iteration(s: Session, iteration: int) -> dict[str, Any]:
     metrics["time/prepare_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     upd = learner.update(
-        batch, seed=cfg.run.seed * 1_000_003 + iteration,
-        train_actor=iteration >= cfg.optim.critic_warmup, progress=cfg.run.progress,
+        batch,
+        seed=cfg.run.seed * 1_000_003 + iteration,
+        train_actor=iteration >= cfg.optim.critic_warmup,
+        progress=cfg.run.progress,
     )
     s.backend.sync_weights(learner.model)
     metrics["time/update_s"] = time.perf_counter() - t2
@@ -234,8 +257,21 @@ def run_iteration(s: Session, iteration: int) -> dict[str, Any]:
 
 
 def _episode_json(ep: Any) -> dict[str, Any]:
-    keys = ("traj", "group", "seed", "task", "task_id", "task_type", "ret", "won", "score",
-            "length", "valid_actions", "end_reason", "steps")
+    keys = (
+        "traj",
+        "group",
+        "seed",
+        "task",
+        "task_id",
+        "task_type",
+        "ret",
+        "won",
+        "score",
+        "length",
+        "valid_actions",
+        "end_reason",
+        "steps",
+    )
     return {k: getattr(ep, k) for k in keys}
 
 
@@ -249,8 +285,9 @@ def new_run_dir(cfg: Config) -> Path:
     return path
 
 
-def train(cfg: Config, *, run_dir: Path | None = None, resume: bool = False,
-          log: Any = print) -> Path:
+def train(
+    cfg: Config, *, run_dir: Path | None = None, resume: bool = False, log: Any = print
+) -> Path:
     """Train per ``cfg``; return the run directory.
 
     With ``resume=True``, ``run_dir`` must hold a run: its resolved config is used and training
@@ -267,8 +304,11 @@ def train(cfg: Config, *, run_dir: Path | None = None, resume: bool = False,
     if not resume:
         (run_dir / "config.json").write_text(dumps(cfg))
     s = build_session(cfg, run_dir, resume=resume)
-    logger = MetricsLogger(run_dir, tensorboard=cfg.run.tensorboard,
-                           resume_from=s.start_iteration - 1 if resume else None)
+    logger = MetricsLogger(
+        run_dir,
+        tensorboard=cfg.run.tensorboard,
+        resume_from=s.start_iteration - 1 if resume else None,
+    )
     summary: dict[str, Any] = {}
     try:
         if cfg.run.eval_episodes and not resume:
@@ -279,7 +319,9 @@ def train(cfg: Config, *, run_dir: Path | None = None, resume: bool = False,
             episodes = metrics.pop("_episodes", [])
             logger.log(it, metrics)
             if cfg.run.log_episodes:
-                logger.log_episodes(it, [_episode_json(e) for e in episodes[: cfg.run.log_episodes]])
+                logger.log_episodes(
+                    it, [_episode_json(e) for e in episodes[: cfg.run.log_episodes]]
+                )
             log(_progress_line(it, cfg.run.iterations, metrics))
             last = it == cfg.run.iterations - 1
             if last or (cfg.run.save_every and (it + 1) % cfg.run.save_every == 0):

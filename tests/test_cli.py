@@ -45,12 +45,18 @@ def test_play_accepts_short_names_and_rejects_unknown() -> None:
     assert bad.returncode != 0 and "choose one of" in bad.stderr
 
 
+# ALFWorld's full default set is 3,827 games (minutes to write); a small build is enough here.
+PREPARE_ARGS = {"AgentR1/ALFWorld-v0": ["--env-arg", "split=valid_seen", "--env-arg", "num_games=4"]}
+
+
 @pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
 def test_prepare_is_idempotent(env_id: str) -> None:
-    first = _cli("prepare", env_id, "--quiet")
+    args = ["prepare", env_id, "--quiet", *PREPARE_ARGS.get(env_id, [])]
+    first = _cli(*args)
     assert first.returncode == 0, first.stderr
-    second = _cli("prepare", env_id, "--quiet")
+    second = _cli(*args)
     assert second.returncode == 0, second.stderr
+    assert second.stdout.strip(), "prepare should say what it built"
 
 
 def test_evaluate_expert_prints_a_table() -> None:

@@ -33,8 +33,15 @@ class OpenAIBackend:
         timeout: Seconds per request.
     """
 
-    def __init__(self, base_url: str, *, model: str, tokenizer: Any = None,
-                 api_key: str = "EMPTY", timeout: float = 120.0) -> None:
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        model: str,
+        tokenizer: Any = None,
+        api_key: str = "EMPTY",
+        timeout: float = 120.0,
+    ) -> None:
         url = base_url.rstrip("/")
         self.base_url = url if url.endswith("/v1") else url + "/v1"
         self.model, self.tokenizer, self.api_key, self.timeout = model, tokenizer, api_key, timeout
@@ -51,8 +58,7 @@ class OpenAIBackend:
         req = urllib.request.Request(
             self.base_url + path,
             data=json.dumps(body).encode(),
-            headers={"Content-Type": "application/json",
-                     "Authorization": f"Bearer {self.api_key}"},
+            headers={"Content-Type": "application/json", "Authorization": f"Bearer {self.api_key}"},
         )
         try:
             with urllib.request.urlopen(req, timeout=self.timeout) as resp:
@@ -62,21 +68,37 @@ class OpenAIBackend:
 
     def generate(self, prompts: list[Any], params: SamplingParams) -> list[Generation]:
         """One response per prompt (token id lists in token mode, message lists in chat mode)."""
-        sampling = {"max_tokens": params.max_new_tokens, "temperature": params.temperature,
-                    "top_p": params.top_p}
+        sampling = {
+            "max_tokens": params.max_new_tokens,
+            "temperature": params.temperature,
+            "top_p": params.top_p,
+        }
         if self.tokenizer is None:
             out = []
             for messages in prompts:
-                data = self._post("/chat/completions",
-                                  {"model": self.model, "messages": messages, **sampling})
+                data = self._post(
+                    "/chat/completions", {"model": self.model, "messages": messages, **sampling}
+                )
                 choice = data["choices"][0]
-                out.append(Generation([], None, choice["message"]["content"] or "",
-                                      "length" if choice.get("finish_reason") == "length" else "stop"))
+                out.append(
+                    Generation(
+                        [],
+                        None,
+                        choice["message"]["content"] or "",
+                        "length" if choice.get("finish_reason") == "length" else "stop",
+                    )
+                )
             return out
-        data = self._post("/completions", {
-            "model": self.model, "prompt": prompts, "logprobs": 1, "return_token_ids": True,
-            **sampling,
-        })
+        data = self._post(
+            "/completions",
+            {
+                "model": self.model,
+                "prompt": prompts,
+                "logprobs": 1,
+                "return_token_ids": True,
+                **sampling,
+            },
+        )
         choices = sorted(data["choices"], key=lambda c: c.get("index", 0))
         out = []
         for choice in choices:
@@ -84,10 +106,12 @@ class OpenAIBackend:
             lp = (choice.get("logprobs") or {}).get("token_logprobs")
             if ids is None or lp is None:
                 self.returns_logprobs = False
-            out.append(Generation(
-                token_ids=list(ids or []),
-                logprobs=[float(x) for x in lp] if lp is not None else None,
-                text=choice.get("text", ""),
-                finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
-            ))
+            out.append(
+                Generation(
+                    token_ids=list(ids or []),
+                    logprobs=[float(x) for x in lp] if lp is not None else None,
+                    text=choice.get("text", ""),
+                    finish_reason="length" if choice.get("finish_reason") == "length" else "stop",
+                )
+            )
         return out

@@ -63,7 +63,9 @@ class VLLMBackend:
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         """Sample one response per token-id prompt."""
         sp = self._vllm.SamplingParams(
-            max_tokens=params.max_new_tokens, temperature=params.temperature, top_p=params.top_p,
+            max_tokens=params.max_new_tokens,
+            temperature=params.temperature,
+            top_p=params.top_p,
             logprobs=0,
         )
         inputs = [{"prompt_token_ids": p} for p in prompts]
@@ -73,8 +75,14 @@ class VLLMBackend:
             c = out.outputs[0]
             ids = list(c.token_ids)
             lps = [float(step[t].logprob) for step, t in zip(c.logprobs or [], ids)]
-            gens.append(Generation(ids, lps if len(lps) == len(ids) else None, c.text,
-                                   "length" if c.finish_reason == "length" else "stop"))
+            gens.append(
+                Generation(
+                    ids,
+                    lps if len(lps) == len(ids) else None,
+                    c.text,
+                    "length" if c.finish_reason == "length" else "stop",
+                )
+            )
         return gens
 
 

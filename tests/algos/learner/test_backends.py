@@ -18,14 +18,28 @@ class _Stub(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
         self.server.requests.append((self.path, body))
         if self.path.endswith("/chat/completions"):
-            data = {"choices": [{"index": 0, "finish_reason": "stop",
-                                 "message": {"role": "assistant", "content": "look"}}]}
+            data = {
+                "choices": [
+                    {
+                        "index": 0,
+                        "finish_reason": "stop",
+                        "message": {"role": "assistant", "content": "look"},
+                    }
+                ]
+            }
         else:
-            data = {"choices": [
-                {"index": i, "text": "ab", "finish_reason": "length", "token_ids": [7, 8],
-                 "logprobs": {"token_logprobs": [-0.5, -1.5]}}
-                for i in range(len(body["prompt"]))
-            ]}
+            data = {
+                "choices": [
+                    {
+                        "index": i,
+                        "text": "ab",
+                        "finish_reason": "length",
+                        "token_ids": [7, 8],
+                        "logprobs": {"token_logprobs": [-0.5, -1.5]},
+                    }
+                    for i in range(len(body["prompt"]))
+                ]
+            }
         raw = json.dumps(data).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")

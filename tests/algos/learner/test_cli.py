@@ -8,18 +8,23 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import HERE, KEYPAD
 
 from algos.config import load_config
-
-from conftest import HERE, KEYPAD
 
 ROOT = Path(__file__).resolve().parents[3]
 
 
 def _algos(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1"}
-    return subprocess.run([sys.executable, "-m", "algos.cli", *args], cwd=cwd, env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "algos.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
 
 
 def test_unknown_key_lists_the_valid_ones():
@@ -36,16 +41,33 @@ def test_every_recipe_loads():
 
 def test_train_plot_and_list(tmp_path):
     sets = [a for s in KEYPAD for a in ("--set", s.replace("AlgosTest", "keypad_env:AlgosTest"))]
-    out = _algos("train", str(ROOT / "recipes/test/keypad.toml"), *sets, "--set", "run.iterations=2",
-                 "--set", f"run.out_dir='{tmp_path}'", "--set", "run.name='cli'", cwd=tmp_path)
+    out = _algos(
+        "train",
+        str(ROOT / "recipes/test/keypad.toml"),
+        *sets,
+        "--set",
+        "run.iterations=2",
+        "--set",
+        f"run.out_dir='{tmp_path}'",
+        "--set",
+        "run.name='cli'",
+        cwd=tmp_path,
+    )
     assert out.returncode == 0, out.stderr[-2000:]
     run = tmp_path / "cli"
-    for name in ("config.json", "metrics.jsonl", "episodes.jsonl", "plots/curves.png",
-                 "checkpoints/latest"):
+    for name in (
+        "config.json",
+        "metrics.jsonl",
+        "episodes.jsonl",
+        "plots/curves.png",
+        "checkpoints/latest",
+    ):
         assert (run / name).exists(), name
     assert "success" in out.stdout
     assert _algos("plot", str(run), cwd=tmp_path).returncode == 0
     listing = _algos("list", cwd=tmp_path)
     assert "gigpo" in listing.stdout and "AgentR1/ALFWorld-v0" in listing.stdout
-    bad = _algos("train", str(ROOT / "recipes/test/keypad.toml"), "--set", "algo.nme=x", cwd=tmp_path)
+    bad = _algos(
+        "train", str(ROOT / "recipes/test/keypad.toml"), "--set", "algo.nme=x", cwd=tmp_path
+    )
     assert bad.returncode == 2 and "valid keys in [algo]" in bad.stderr

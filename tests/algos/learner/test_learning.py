@@ -10,20 +10,27 @@ from algos.trainer import train
 
 
 def _run(overrides: list[str], algo: str, iterations: int) -> list[dict]:
-    cfg = load_config(None, [*overrides, f"algo={algo}", f"run.iterations={iterations}",
-                             "run.save_every=0"])
+    cfg = load_config(
+        None, [*overrides, f"algo={algo}", f"run.iterations={iterations}", "run.save_every=0"]
+    )
     run_dir = train(cfg, log=lambda *_: None)
     return read_metrics(run_dir)
 
 
 @pytest.mark.parametrize(
     ("algo", "iterations"),
-    [("grpo", 12), pytest.param("gigpo", 12, marks=pytest.mark.slow), pytest.param("steppo", 12, marks=pytest.mark.slow)],
+    [
+        ("grpo", 12),
+        pytest.param("gigpo", 12, marks=pytest.mark.slow),
+        pytest.param("steppo", 12, marks=pytest.mark.slow),
+    ],
 )
 def test_success_rises(keypad_overrides, algo, iterations):
     rows = _run(keypad_overrides, algo, iterations)
     first = rows[0]["rollout/success_rate"]
     last = max(r["rollout/success_rate"] for r in rows[-3:])
     assert first < 0.3, f"{algo}: the task is too easy before training ({first:.2f})"
-    assert last > 0.8, f"{algo}: success only reached {last:.2f} ({[r['rollout/success_rate'] for r in rows]})"
+    assert last > 0.8, (
+        f"{algo}: success only reached {last:.2f} ({[r['rollout/success_rate'] for r in rows]})"
+    )
     assert all(r["actor/skipped_steps"] == 0 for r in rows)

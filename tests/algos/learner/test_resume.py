@@ -15,8 +15,17 @@ QUIET = {"log": lambda *_: None}
 
 
 def _cfg(overrides, name, iterations):
-    return load_config(None, [*overrides, "algo=grpo", "env.num_tasks=2", "env.group_size=4",
-                              f"run.iterations={iterations}", f"run.name='{name}'"])
+    return load_config(
+        None,
+        [
+            *overrides,
+            "algo=grpo",
+            "env.num_tasks=2",
+            "env.group_size=4",
+            f"run.iterations={iterations}",
+            f"run.name='{name}'",
+        ],
+    )
 
 
 def test_resume_matches_uninterrupted_run(keypad_overrides):

@@ -1,7 +1,11 @@
 """Typed training configuration: dataclasses filled from a TOML recipe and ``--set`` overrides.
 
 A recipe has one table per section (``[env]``, ``[model]``, ``[rollout]``, ``[algo]``,
-``[optim]``, ``[run]``); every key is a field below. ``--set section.key=value`` overrides one
+``[optim]``, ``[run]``); every key is a field below. A recipe may also hold *profiles*:
+``[profiles.cpu.model]``, ``[profiles.gpu.optim]``, ... are section tables applied on top of
+the base sections when the profile is chosen (``--set profile=gpu``, or the recipe's
+top-level ``default_profile``). The order is: base sections, then the profile, then every
+other ``--set``, whatever its position on the command line. ``--set section.key=value`` overrides one
 field (the value is parsed as a TOML value, else kept as a string), and ``--set model=NAME``,
 ``--set algo=NAME``, ``--set env=ID`` are short for the section's ``name``/``id`` field. Unknown
 keys are errors that list the valid ones.
@@ -182,6 +186,8 @@ class RunConfig:
 class Config:
     """A full training configuration (one recipe)."""
 
+    profile: str = ""
+    """Name of the recipe profile applied on top of the base sections ("" = none)."""
     env: EnvConfig = field(default_factory=EnvConfig)
     model: ModelConfig = field(default_factory=ModelConfig)
     rollout: RolloutConfig = field(default_factory=RolloutConfig)
@@ -235,6 +241,11 @@ def apply(cfg: Config, data: dict[str, Any], *, source: str = "config") -> Confi
     """Fill ``cfg`` from a nested dict, raising on unknown sections or keys."""
     sections = _section_fields(cfg)
     for sec, values in data.items():
+        if sec == "profile":
+            if not isinstance(values, str):
+                raise ValueError(f"{source}: profile must be a string, got {values!r}")
+            cfg.profile = values
+            continue
         if sec not in sections:
             raise ValueError(
                 f"{source}: unknown section [{sec}]; valid sections: {', '.join(sections)}"
@@ -260,16 +271,20 @@ def parse_override(text: str) -> tuple[str, str, Any]:
         ('optim', 'lr', 0.0001)
         >>> parse_override("model=tiny-random")
         ('model', 'name', 'tiny-random')
+        >>> parse_override("profile=gpu")
+        ('profile', '', 'gpu')
     """
     if "=" not in text:
         raise ValueError(f"--set {text!r}: expected section.key=value")
     key, raw = text.split("=", 1)
     key = SHORTCUTS.get(key.strip(), key.strip())
-    if "." not in key:
+    if "." not in key and key != "profile":
         raise ValueError(
             f"--set {text!r}: expected section.key=value (sections: env, model, rollout, algo, "
-            f"optim, run; shortcuts: {', '.join(SHORTCUTS)})"
+            f"optim, run; shortcuts: {', '.join(SHORTCUTS)}, profile)"
         )
+    if key == "profile":
+        return "profile", "", raw.strip().strip("'\"")
     sec, name = key.split(".", 1)
     try:
         value = tomllib.loads(f"v = {raw}")["v"]
@@ -291,15 +306,33 @@ def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Co
         FileNotFoundError: ``path`` does not exist.
     """
     cfg = Config()
+    data: dict[str, Any] = {}
+    source = "defaults"
     if path is not None:
         path = Path(path)
         if not path.is_file():
             raise FileNotFoundError(f"recipe {path} not found (recipes live in recipes/<env>/)")
+        source = str(path)
         with path.open("rb") as fh:
-            apply(cfg, tomllib.load(fh), source=str(path))
-    for text in overrides:
-        sec, name, value = parse_override(text)
-        apply(cfg, {sec: {name: value}}, source=f"--set {text}")
+            data = tomllib.load(fh)
+    profiles = data.pop("profiles", {})
+    profile = data.pop("default_profile", "")
+    parsed = [(text, parse_override(text)) for text in overrides]
+    for _, (sec, _, value) in parsed:
+        if sec == "profile":
+            profile = value
+    apply(cfg, data, source=source)
+    if profile:
+        if profile not in profiles:
+            raise ValueError(
+                f"{source}: unknown profile {profile!r}; this recipe has: "
+                f"{', '.join(profiles) or '(no profiles)'}"
+            )
+        apply(cfg, profiles[profile], source=f"{source} [profiles.{profile}]")
+        cfg.profile = profile
+    for text, (sec, name, value) in parsed:
+        if sec != "profile":
+            apply(cfg, {sec: {name: value}}, source=f"--set {text}")
     return cfg
 
 

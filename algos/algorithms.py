@@ -15,15 +15,25 @@ StepPO is Agent-R1's ``run_steppo.sh``: ``run_ppo.sh`` (step-level GAE) with the
 (notes/agent-r1-recipes.md section 6). For ``ppo`` each step row's reward, placed on its last
 action token, is the row's discounted return-to-go, since token GAE runs inside one row and
 never bootstraps across steps (verl-agent's PPO baseline puts the episode return there).
+
+Estimators and losses are looked up by name in ``algos.ESTIMATORS`` and
+``algos.POLICY_LOSSES``; ``algo.estimator`` and ``algo.policy_loss`` replace the algorithm's
+choice, so a function added with ``algos.register_estimator`` or
+``algos.register_policy_loss`` trains without touching this file.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
+
+from algos.batch import StepBatch
+from algos.gigpo import step_discounted_returns
+from algos.registry import compute_advantages
 
 
 @dataclass(frozen=True)
@@ -33,7 +43,7 @@ class Algorithm:
     Attributes:
         name: Registry name.
         estimator: Advantage estimator name (``algos.ESTIMATORS``).
-        loss: Policy loss name (``ppo_clip`` or ``gspo``).
+        loss: Policy loss name (``algos.POLICY_LOSSES``).
         critic: Whether a value model is trained.
         value_level: ``"step"`` (critic trained at position 0 of each row) or ``"token"``.
         summary: One line for ``algos list``.
@@ -87,87 +97,55 @@ def get_algorithm(name: str) -> Algorithm:
     return ALGORITHMS[name]
 
 
-def compute_advantages(
-    algo: Algorithm,
-    *,
-    step_reward: np.ndarray,
-    response_mask: torch.Tensor,
-    index: np.ndarray,
-    traj_uid: np.ndarray,
-    step_index: np.ndarray,
-    anchor_obs: np.ndarray,
-    sample_mask: np.ndarray,
-    values: torch.Tensor | None,
-    cfg: Any,
-) -> tuple[torch.Tensor, torch.Tensor]:
-    """Advantages and returns (B, L) of ``algo`` on one batch of step rows.
+def estimator_options(name: str, cfg: Any) -> dict[str, Any]:
+    """Keyword options of estimator ``name`` from the ``[algo]`` config section.
+
+    Built-in estimators get their options from the typed fields (``gamma``, ``lam``,
+    ``gigpo_mode``, ...); an estimator registered by the user gets none of them.
+    ``cfg.estimator_kwargs`` is applied last, for any estimator.
+    """
+    unit = {"group_stats_unit": cfg.group_stats_unit}
+    builtin: dict[str, dict[str, Any]] = {
+        "step_gae": {"gamma": cfg.gamma, "lam": cfg.lam},
+        # the rows' rewards are already discounted returns-to-go (see advantages())
+        "gae": {"gamma": 1.0, "lam": cfg.lam},
+        "grpo": unit,
+        "drgrpo": unit,
+        "rloo": unit,
+        "reinforce_pp_baseline": unit,
+        "reinforce_pp": {"gamma": cfg.gamma},
+        "gigpo": {
+            "gamma": cfg.gamma,
+            "step_advantage_w": cfg.step_advantage_w,
+            "mode": cfg.gigpo_mode,
+        },
+    }
+    return {**builtin.get(name, {}), **dict(getattr(cfg, "estimator_kwargs", {}) or {})}
+
+
+def advantages(algo: Algorithm, batch: StepBatch, cfg: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages and returns (B, L) of ``algo`` on a batch, through ``algos.compute_advantages``.
+
+    The estimator is ``cfg.estimator`` when set, else the algorithm's; it is looked up in
+    ``algos.ESTIMATORS``, so an estimator added with ``algos.register_estimator`` trains with
+    ``--set algo.estimator=NAME``. For ``gae`` each row's reward is first replaced by its
+    discounted return-to-go (token GAE runs inside one row and never bootstraps across steps).
 
     Args:
         algo: The algorithm.
-        step_reward: (B,) shaped env reward per row.
-        response_mask: (B, L) 1 on response tokens.
-        index: (B,) task-group ids.
-        traj_uid: (B,) trajectory ids.
-        step_index: (B,) step number in the trajectory.
-        anchor_obs: (B,) object array of anchor texts (GiGPO).
-        sample_mask: (B,) False for padding rows.
-        values: (B, L) critic values (``values[:, 0]`` = V(prompt)); critic algorithms only.
+        batch: The step rows (``values`` filled in for critic estimators).
         cfg: The ``[algo]`` config section.
-    """
-    from algos import gae, gigpo, outcome
 
-    est = algo.estimator
-    group = {"group_stats_unit": cfg.group_stats_unit, "sample_mask": sample_mask}
-    if est == "step_gae":
-        return gae.step_gae(
-            step_reward,
-            values[:, 0],
-            response_mask,
-            traj_uid,
-            step_index,
-            gamma=cfg.gamma,
-            lam=cfg.lam,
-            sample_mask=sample_mask,
+    Raises:
+        ValueError: Unknown estimator (the message lists the registered ones), or a batch
+            missing a field the estimator needs.
+    """
+    name = getattr(cfg, "estimator", "") or algo.estimator
+    if name == "gae":
+        real = batch.sample_mask.numpy()  # padding rows share keys: keep them out
+        rtg = np.zeros(len(batch))
+        rtg[real] = step_discounted_returns(
+            batch.step_reward[real], batch.traj_uid[real], batch.step_index[real], cfg.gamma
         )
-    if est == "gae":
-        ret = gigpo.step_discounted_returns(step_reward, traj_uid, step_index, cfg.gamma)
-        tok_r = torch.zeros_like(values, dtype=torch.float32)
-        last = response_mask.sum(-1).long().clamp(min=1) - 1
-        tok_r[torch.arange(len(last)), last] = torch.as_tensor(np.asarray(ret), dtype=torch.float32)
-        return gae.gae(
-            tok_r * response_mask,
-            values,
-            response_mask,
-            gamma=1.0,
-            lam=cfg.lam,
-            sample_mask=sample_mask,
-        )
-    if est == "grpo":
-        return outcome.grpo(step_reward, response_mask, index, traj_uid, **group)
-    if est == "drgrpo":
-        return outcome.grpo(step_reward, response_mask, index, traj_uid, norm_by_std=False, **group)
-    if est == "rloo":
-        return outcome.rloo(step_reward, response_mask, index, traj_uid, **group)
-    if est == "reinforce_pp":
-        return outcome.reinforce_pp(
-            step_reward,
-            response_mask,
-            traj_uid,
-            step_index,
-            gamma=cfg.gamma,
-            sample_mask=sample_mask,
-        )
-    if est == "gigpo":
-        return gigpo.gigpo_advantage(
-            step_reward,
-            response_mask,
-            index,
-            traj_uid,
-            step_index,
-            anchor_obs,
-            gamma=cfg.gamma,
-            step_advantage_w=cfg.step_advantage_w,
-            mode=cfg.gigpo_mode,
-            sample_mask=sample_mask,
-        )
-    raise ValueError(f"algorithm {algo.name!r} names unknown estimator {est!r}")
+        batch = dataclasses.replace(batch, step_reward=torch.from_numpy(rtg))
+    return compute_advantages(name, batch, **estimator_options(name, cfg))

@@ -72,6 +72,10 @@ def _list(args: argparse.Namespace) -> int:
         print(
             f"  {a.name:14s} {a.estimator} + {a.loss}{' + critic' if a.critic else ''}: {a.summary}"
         )
+    from algos.registry import ESTIMATORS, POLICY_LOSSES
+
+    print(f"estimators (algo.estimator): {', '.join(ESTIMATORS)}")
+    print(f"policy losses (algo.policy_loss): {', '.join(POLICY_LOSSES)}")
     print("envs:")
     for env_id in ENV_IDS:
         print(f"  {env_id}")

@@ -44,10 +44,16 @@ class EnvConfig:
     """How the model writes actions: ``tag`` (<action>...</action>), ``tool_call`` or ``plain``."""
     history_length: int = 2
     """Observation/action pairs of history shown in the prompt."""
+    reward_scale: float = 1.0
+    """Factor on the env's raw reward (0 = reward success only, as GiGPO's ALFWorld/WebShop)."""
     success_bonus: float = 0.0
-    """Reward added on a won episode's last step (recipes use 10 for ALFWorld)."""
+    """Reward added on the step that wins (GiGPO's ALFWorld: 10, with reward_scale 0)."""
     invalid_penalty: float = 0.0
-    """Reward subtracted for an invalid action (recipes use 0.1)."""
+    """Reward subtracted for an invalid action (GiGPO: 0.1, i.e. -0.1 per invalid action)."""
+    action_match: str = "strict"
+    """``strict`` (the parsed command as written) or ``admissible`` (lenient: see ParseAction)."""
+    prompt: str = "env"
+    """Prompt templates: ``env`` (the env's own), ``compact`` (ChatPrompt's short one) or ``module:NAME``."""
     max_steps: int = 0
     """Agent-side cap on steps per episode (0 = only the env's own step limit)."""
     seed: int = 0
@@ -132,6 +138,12 @@ class AlgoConfig:
     """Critic value clipping range."""
     value_coef: float = 1.0
     """Weight of the critic loss (it has its own optimizer; this scales its gradient)."""
+    estimator: str = ""
+    """Advantage estimator from ``algos.ESTIMATORS`` replacing the algorithm's ("" = keep)."""
+    estimator_kwargs: dict[str, Any] = field(default_factory=dict)
+    """Extra keyword options for the estimator (the only options a user-registered one gets)."""
+    policy_loss: str = ""
+    """Policy loss from ``algos.POLICY_LOSSES`` replacing the algorithm's ("" = keep)."""
 
 
 @dataclass
@@ -294,15 +306,20 @@ def parse_override(text: str) -> tuple[str, str, Any]:
 
 
 def load_config(path: str | Path | None = None, overrides: list[str] = ()) -> Config:
-    """Load a recipe (TOML) and apply ``--set`` overrides.
+    """Load a recipe (TOML), apply its profile, then the ``--set`` overrides.
+
+    Order: the recipe's base sections; then the tables of the chosen profile
+    (``[profiles.NAME.SECTION]``), where the profile is the last ``profile=NAME`` override,
+    else the recipe's top-level ``default_profile``, else none (``profile=`` with an empty
+    name also means none); then every other override, in order.
 
     Args:
         path: Recipe file, or None for the defaults.
-        overrides: ``section.key=value`` strings, applied in order.
+        overrides: ``section.key=value`` or ``profile=NAME`` strings.
 
     Raises:
-        ValueError: Unknown section/key, or a value of the wrong type (the message lists the
-            valid keys).
+        ValueError: Unknown section/key, a value of the wrong type (the message lists the
+            valid keys), or a profile the recipe does not define (the message lists them).
         FileNotFoundError: ``path`` does not exist.
     """
     cfg = Config()

@@ -78,6 +78,8 @@ def fit_prompt(
     messages: Messages,
     max_tokens: int,
     shorter: Callable[[int], Messages | None] | None = None,
+    *,
+    max_history: int = 64,
 ) -> tuple[list[int] | None, int]:
     """Apply the context-length rule to one prompt.
 
@@ -88,6 +90,7 @@ def fit_prompt(
         shorter: Optional ``shorter(k)`` returning the same prompt rendered with only the
             ``k`` most recent history entries (``None`` when ``k`` is not smaller than the
             history held), as a ``ChatPrompt`` wrapper can. Tried with ``k`` going down to 0.
+        max_history: The largest ``k`` tried first is ``max_history - 1``.
 
     Returns:
         ``(ids, dropped)``: the prompt ids and how many history entries were dropped, or
@@ -104,7 +107,7 @@ def fit_prompt(
             return ids, dropped
     if shorter is not None:
         # Ask for shorter histories, newest kept, down to none; None = not shorter than now.
-        for k in range(63, -1, -1):
+        for k in range(max_history - 1, -1, -1):
             variant = shorter(k)
             if variant is None:
                 continue
@@ -119,26 +122,18 @@ def chat_prompt_shorter(env: Any) -> Callable[[int], Messages | None] | None:
     """A ``shorter(k)`` callback for an env wrapped in ``ChatPrompt`` (None if it is not).
 
     ``ChatPrompt`` renders its history inside the user message, so the rollout cannot cut it
-    from the messages; it re-renders the current state with only the ``k`` newest history
-    pairs (the wrapper's own history is restored afterwards).
+    from the messages; it asks the wrapper for the current state rendered with only the ``k``
+    newest history pairs (``ChatPrompt.messages(history_length=k)``, which changes nothing).
     """
     layer = env
-    while layer is not None and not (hasattr(layer, "messages") and hasattr(layer, "_history")):
+    while layer is not None and not (hasattr(layer, "messages") and hasattr(layer, "history")):
         layer = getattr(layer, "env", None)
     if layer is None:
         return None
 
     def shorter(k: int) -> Messages | None:
-        history = layer._history
-        if k >= len(history):
+        if k >= len(layer.history):
             return None
-        saved = list(history)
-        try:
-            history.clear()
-            history.extend(saved[len(saved) - k :] if k else [])
-            return layer.messages()
-        finally:
-            history.clear()
-            history.extend(saved)
+        return layer.messages(history_length=k)
 
     return shorter

@@ -8,7 +8,7 @@ server; ``--model`` names the served model) and ``expert`` (the env's scripted
 from __future__ import annotations
 
 import copy
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any
 
 from algos.backends.base import SamplingParams
@@ -18,7 +18,12 @@ from algos.rollout import Episode, rollout
 
 
 def summarize(episodes: list[Episode]) -> dict[str, Any]:
-    """Success rate (Wilson 95% interval) and mean score (normal 95% interval), per task type."""
+    """Success rate (Wilson 95% interval) and mean score (normal 95% interval), per task type.
+
+    Also the mean return, episode length, share of valid actions and how episodes ended
+    (``terminated``, ``truncated``, ``max_steps``, ``context_limit``), which tell an
+    untrained policy's failure modes apart.
+    """
 
     def block(eps: list[Episode]) -> dict[str, Any]:
         wins = sum(e.won for e in eps)
@@ -30,7 +35,11 @@ def summarize(episodes: list[Episode]) -> dict[str, Any]:
             "success_ci95": [lo, hi],
             "score_mean": score,
             "score_ci95": [s_lo, s_hi],
+            "return_mean": sum(e.ret for e in eps) / max(len(eps), 1),
             "episode_length": sum(e.length for e in eps) / max(len(eps), 1),
+            "valid_action_ratio": sum(e.valid_actions for e in eps)
+            / max(sum(e.length for e in eps), 1),
+            "end_reasons": dict(sorted(Counter(e.end_reason for e in eps).items())),
         }
 
     out = block(episodes)
@@ -43,7 +52,8 @@ def summarize(episodes: list[Episode]) -> dict[str, Any]:
     out["line"] = (
         f"success {out['success_rate']:.1%} (95% CI {out['success_ci95'][0]:.1%}-"
         f"{out['success_ci95'][1]:.1%}), score {out['score_mean']:.3f} "
-        f"(95% CI {out['score_ci95'][0]:.3f}-{out['score_ci95'][1]:.3f}), n={out['episodes']}"
+        f"(95% CI {out['score_ci95'][0]:.3f}-{out['score_ci95'][1]:.3f}), "
+        f"return {out['return_mean']:.2f}, length {out['episode_length']:.1f}, n={out['episodes']}"
     )
     return out
 
@@ -56,11 +66,20 @@ def evaluate(
     Seeds are ``cfg.env.eval_seed + i`` (disjoint from training's hashed seeds); the env is
     built with ``cfg.env.eval_kwargs`` over ``cfg.env.kwargs``; sampling uses
     ``cfg.rollout.eval_temperature``.
+
+    Args:
+        cfg: The config (env, wrappers, prompt budget, step cap, sampling).
+        backend: The policy.
+        episodes: Number of episodes (task seeds).
+        batch: Envs stepped together. The default runs every episode in one batch, up to
+            ``cfg.rollout.max_batch_size``: a batch costs as many generate calls as its
+            longest episode, so splitting 20 episodes into 16 + 4 would nearly double the
+            time of a benchmark whose failures run to the step limit.
     """
     from algos.trainer import make_envs, shorter_for
 
     r = cfg.rollout
-    width = batch or min(episodes, max(cfg.env.num_tasks * cfg.env.group_size, 1))
+    width = batch or max(min(episodes, r.max_batch_size), 1)
     done: list[Episode] = []
     venv = make_envs(cfg, width, evaluation=True)
     try:
@@ -113,9 +132,11 @@ def expert_evaluate(cfg: Config, episodes: int) -> dict[str, Any]:
                 _, rew, term, trunc, info = env.step(env.unwrapped.expert_action())
                 ep.ret += float(rew)
                 ep.length += 1
+                ep.valid_actions += bool(info.get("is_action_valid", True))
                 ep.won = bool(info.get("won", False))
                 ep.score = float(info.get("score", 0.0))
                 if term or trunc:
+                    ep.end_reason = "terminated" if term else "truncated"
                     break
             eps.append(ep)
     finally:

@@ -12,102 +12,51 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
 import torch
 
 from algos import losses
 from algos.algorithms import Algorithm
+from algos.batch import StepBatch
+from algos.registry import get_policy_loss
 
 
-@dataclass
-class TrainBatch:
-    """Step rows as tensors for the update; per-token fields are (B, R) right-padded.
-
-    Attributes:
-        prompt_ids: B prompt token id lists.
-        response_ids: B response token id lists.
-        response_mask: (B, R) float, 1 on real response tokens (all 0 on padding rows).
-        sample_mask: (B,) bool, False on padding rows.
-        old_logp: (B, R) log-probs before the update.
-        advantages: (B, R) advantages.
-        returns: (B, R) critic targets (critic algorithms).
-        ref_logp: (B, R) reference log-probs (when the KL term is on).
-        old_values: (B, R) critic values before the update (critic algorithms).
-    """
-
-    prompt_ids: list[list[int]]
-    response_ids: list[list[int]]
-    response_mask: torch.Tensor
-    sample_mask: torch.Tensor
-    old_logp: torch.Tensor | None = None
-    advantages: torch.Tensor | None = None
-    returns: torch.Tensor | None = None
-    ref_logp: torch.Tensor | None = None
-    old_values: torch.Tensor | None = None
-
-    @staticmethod
-    def from_ids(
-        prompt_ids: list[list[int]],
-        response_ids: list[list[int]],
-        sample_mask: list[bool] | None = None,
-    ) -> TrainBatch:
-        """Build the masks from id lists (an empty response gives an all-zero mask row)."""
-        n = len(response_ids)
-        width = max([len(r) for r in response_ids] + [1])
-        mask = torch.zeros(n, width)
-        for i, r in enumerate(response_ids):
-            mask[i, : len(r)] = 1.0
-        sm = torch.ones(n, dtype=torch.bool) if sample_mask is None else torch.tensor(sample_mask)
-        mask[~sm] = 0.0
-        return TrainBatch(list(prompt_ids), list(response_ids), mask, sm)
-
-    def __len__(self) -> int:
-        return len(self.response_ids)
-
-    def select(self, rows: list[int] | np.ndarray) -> TrainBatch:
-        """The rows ``rows``, per-token tensors trimmed to their longest response."""
-        rows = list(map(int, rows))
-        idx = torch.tensor(rows, dtype=torch.long)
-        mask = self.response_mask[idx]
-        width = max(int(mask.sum(-1).max().item()) if len(rows) else 1, 1)
-
-        def cut(t: torch.Tensor | None) -> torch.Tensor | None:
-            return None if t is None else t[idx, :width]
-
-        return TrainBatch(
-            [self.prompt_ids[i] for i in rows],
-            [self.response_ids[i] for i in rows],
-            mask[:, :width],
-            self.sample_mask[idx],
-            cut(self.old_logp),
-            cut(self.advantages),
-            cut(self.returns),
-            cut(self.ref_logp),
-            cut(self.old_values),
-        )
+def response_width(batch: StepBatch) -> int:
+    """Columns up to the last real response token of any row (at least 1)."""
+    cols = torch.nonzero((batch.response_mask != 0).any(0))
+    return int(cols.max()) + 1 if len(cols) else 1
 
 
-def pack(batch: TrainBatch, pad_id: int, device: Any) -> dict[str, torch.Tensor]:
+def prompt_rows(batch: StepBatch) -> list[torch.Tensor]:
+    """The B prompts as 1-D id tensors (a padded ``(B, P)`` prompt tensor is unpadded)."""
+    if batch.prompt_ids is None:
+        raise ValueError("the learner needs StepBatch.prompt_ids (the rollout's prompt tokens)")
+    if isinstance(batch.prompt_ids, list):
+        return batch.prompt_ids
+    mask = batch.prompt_mask if batch.prompt_mask is not None else torch.ones_like(batch.prompt_ids)
+    return [ids[m != 0] for ids, m in zip(batch.prompt_ids, mask)]
+
+
+def pack(batch: StepBatch, pad_id: int, device: Any) -> dict[str, Any]:
     """Model inputs ``[left-padded prompt | right-padded response]`` and their positions.
 
     Response token j sits at column ``P + j`` and is predicted by column ``P + j - 1``, so the
-    logits of the last ``R + 1`` columns (minus the very last) score the response.
+    logits of the last ``R + 1`` columns (minus the very last) score the response. ``R`` is
+    :func:`response_width` of the batch: columns past every row's last real token are cut.
     """
+    prompts = prompt_rows(batch)
     n = len(batch)
-    width_p = max(len(p) for p in batch.prompt_ids)
-    width_r = batch.response_mask.shape[1]
+    width_p = max(len(p) for p in prompts)
+    width_r = response_width(batch)
     ids = torch.full((n, width_p + width_r), pad_id, dtype=torch.long)
     attn = torch.zeros((n, width_p + width_r), dtype=torch.long)
-    for i, (p, r) in enumerate(zip(batch.prompt_ids, batch.response_ids)):
-        ids[i, width_p - len(p) : width_p] = torch.tensor(p, dtype=torch.long)
+    resp_mask = batch.response_mask[:, :width_r] != 0
+    for i, p in enumerate(prompts):
+        ids[i, width_p - len(p) : width_p] = p
         attn[i, width_p - len(p) : width_p] = 1
-        r = r[:width_r]
-        if r:
-            ids[i, width_p : width_p + len(r)] = torch.tensor(r, dtype=torch.long)
-            attn[i, width_p : width_p + len(r)] = 1
+    ids[:, width_p:] = torch.where(resp_mask, batch.response_ids[:, :width_r], pad_id)
+    attn[:, width_p:] = resp_mask.long()
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
     return {
         "input_ids": ids.to(device),
@@ -187,6 +136,8 @@ class Learner:
         self.acfg, self.ocfg = algo_cfg, optim_cfg
         self.temperature = temperature if temperature > 0 else 1.0
         self.critic, self.ref_model = critic, ref_model
+        #: The policy loss, looked up in ``algos.POLICY_LOSSES`` (so registered losses work).
+        self.policy_loss = get_policy_loss(getattr(algo_cfg, "policy_loss", "") or algo.loss)
         self.device = next(model.parameters()).device
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
@@ -199,11 +150,13 @@ class Learner:
     # ---- forward passes without gradient (old log-probs, reference, values) -------------
 
     @torch.no_grad()
-    def score(self, batch: TrainBatch, what: str) -> torch.Tensor:
-        """(B, R) ``"logp"`` (actor), ``"ref"`` (reference) or ``"values"`` (critic)."""
-        out = torch.zeros_like(batch.response_mask)
+    def score(self, batch: StepBatch, what: str) -> torch.Tensor:
+        """(B, L) ``"logp"`` (actor), ``"ref"`` (reference) or ``"values"`` (critic), 0 off-mask."""
+        out = torch.zeros(batch.response_mask.shape, dtype=torch.float32)
         step = max(self.ocfg.micro_batch_size, 1)
         module = {"logp": self.model, "ref": self.ref_model, "values": self.critic}[what]
+        if module is None:
+            raise ValueError(f"score({what!r}): this learner has no such model")
         was = module.training
         module.eval()
         try:
@@ -215,7 +168,8 @@ class Learner:
                     val = response_values(self.critic, inputs)
                 else:
                     val = token_logp(response_logits(module, inputs), inputs, self.temperature)
-                out[rows, : val.shape[1]] = val.float().cpu() * mb.response_mask
+                w = inputs["width_r"]
+                out[rows, :w] = val.float().cpu() * mb.response_mask[:, :w]
         finally:
             module.train(was)
         return out
@@ -223,18 +177,39 @@ class Learner:
     # ---- the update ----------------------------------------------------------------------
 
     def update(
-        self, batch: TrainBatch, *, seed: int, train_actor: bool = True, progress: bool = False
+        self,
+        batch: StepBatch,
+        advantages: torch.Tensor,
+        returns: torch.Tensor | None = None,
+        *,
+        seed: int,
+        train_actor: bool = True,
+        progress: bool = False,
     ) -> dict[str, float]:
         """Run ``ppo_epochs`` over shuffled mini-batches; return mean metrics.
 
         Args:
-            batch: Rows with ``old_logp``, ``advantages`` (and ``returns``/``old_values`` for a
-                critic, ``ref_logp`` for KL) filled in.
+            batch: The step rows, with ``old_log_prob`` (and ``values`` for a critic,
+                ``ref_log_prob`` for the KL term) filled in.
+            advantages: (B, L) the estimator's advantages.
+            returns: (B, L) critic targets (critic algorithms only).
             seed: Seed of the shuffling (so a resumed run shuffles identically).
             train_actor: False during critic warm-up.
             progress: Show a progress bar over optimiser steps.
+
+        Raises:
+            ValueError: A field the update needs is missing, or a shape disagrees.
         """
         n = len(batch)
+        if batch.old_log_prob is None:
+            raise ValueError("update: StepBatch.old_log_prob is None (rollout or score('logp'))")
+        if tuple(advantages.shape) != tuple(batch.response_mask.shape):
+            raise ValueError(
+                f"update: advantages have shape {tuple(advantages.shape)}, the batch's response "
+                f"mask {tuple(batch.response_mask.shape)}"
+            )
+        if self.critic is not None and (returns is None or batch.values is None):
+            raise ValueError("update: a critic needs returns and StepBatch.values")
         mini = self.ocfg.mini_batch_size or n
         gen = torch.Generator().manual_seed(seed)
         sums: dict[str, float] = {}
@@ -242,12 +217,19 @@ class Learner:
         steps = self.ocfg.ppo_epochs * math.ceil(n / mini)
         bar = _bar(progress, steps)
         t0, tokens = time.perf_counter(), 0
+        prompts = prompt_rows(batch)
+        resp_len = (batch.response_mask != 0).sum(-1).tolist()
         for _ in range(self.ocfg.ppo_epochs):
             perm = torch.randperm(n, generator=gen).tolist()
             for start in range(0, n, mini):
                 rows = perm[start : start + mini]
-                metrics = self._mini_batch_step(batch.select(rows), train_actor)
-                tokens += sum(len(batch.prompt_ids[i]) + len(batch.response_ids[i]) for i in rows)
+                metrics = self._mini_batch_step(
+                    batch.select(rows),
+                    advantages[rows],
+                    returns[rows] if returns is not None else None,
+                    train_actor,
+                )
+                tokens += sum(len(prompts[i]) + resp_len[i] for i in rows)
                 for k, v in metrics.items():
                     if v is not None and math.isfinite(v):
                         sums[k] = sums.get(k, 0.0) + v
@@ -263,15 +245,21 @@ class Learner:
         out["update_tokens_per_s"] = tokens / secs if secs > 0 else 0.0
         return out
 
-    def _mini_batch_step(self, mb: TrainBatch, train_actor: bool) -> dict[str, float]:
+    def _mini_batch_step(
+        self,
+        mb: StepBatch,
+        advantages: torch.Tensor,
+        returns: torch.Tensor | None,
+        train_actor: bool,
+    ) -> dict[str, float]:
+        """One optimiser step on mini-batch ``mb``, accumulated over micro-batches."""
         micro = max(self.ocfg.micro_batch_size, 1)
         # Mini-batch normalisers, shared by every micro-batch (exact accumulation).
-        k = self.loss_scale_factor or float(mb.response_mask.shape[1])
+        k = self.loss_scale_factor or float(response_width(mb))
         norm = {**mini_batch_counts(mb.response_mask), "loss_scale_factor": k}
-        vmask_all = self._value_mask(mb)
         vnorm = None
         if self.critic is not None:
-            vnorm = {**mini_batch_counts(vmask_all), "loss_scale_factor": k}
+            vnorm = {**mini_batch_counts(self._value_mask(mb)), "loss_scale_factor": k}
         self.optimizer.zero_grad(set_to_none=True)
         if self.critic_optimizer is not None:
             self.critic_optimizer.zero_grad(set_to_none=True)
@@ -283,14 +271,15 @@ class Learner:
             if part.response_mask.sum() == 0:
                 continue  # only padding rows: nothing to learn, no forward pass
             inputs = pack(part, self.tokenizer.pad_token_id, self.device)
+            w = inputs["width_r"]
             loss = torch.zeros((), device=self.device)
             weight = part.response_mask.sum().item() / max(norm["batch_num_tokens"], 1.0)
             if train_actor:
-                terms = self._actor_loss(part, inputs, norm)
+                terms = self._actor_loss(part, advantages[rows, :w], inputs, norm)
                 loss = loss + terms.pop("loss")
                 _accumulate(acc, terms, weight)
             if self.critic is not None:
-                vloss, vmetrics = self._critic_loss(part, inputs, vnorm)
+                vloss, vmetrics = self._critic_loss(part, returns[rows, :w], inputs, vnorm)
                 loss = loss + self.acfg.value_coef * vloss
                 _accumulate(acc, vmetrics, weight)
             if not torch.isfinite(loss):
@@ -321,19 +310,22 @@ class Learner:
         return metrics
 
     def _actor_loss(
-        self, part: TrainBatch, inputs: dict[str, Any], norm: dict[str, float]
+        self,
+        part: StepBatch,
+        advantages: torch.Tensor,
+        inputs: dict[str, Any],
+        norm: dict[str, float],
     ) -> dict[str, Any]:
         a = self.acfg
+        w = inputs["width_r"]
         logits = response_logits(self.model, inputs)
         logp = token_logp(logits, inputs, self.temperature)
-        mask = part.response_mask.to(self.device)
-        old = part.old_logp.to(self.device)
-        adv = part.advantages.to(self.device)
-        loss_fn = losses.gspo_loss if self.algo.loss == "gspo" else losses.ppo_clip_loss
-        pg, m = loss_fn(
+        mask = part.response_mask[:, :w].to(self.device)
+        old = part.old_log_prob[:, :w].to(self.device)
+        pg, m = self.policy_loss(
             old,
             logp,
-            adv,
+            advantages.to(self.device),
             mask,
             clip_low=a.clip_low,
             clip_high=a.clip_high,
@@ -350,28 +342,34 @@ class Learner:
         out["entropy"] = ent.item()
         if a.entropy_coeff:
             total = total - a.entropy_coeff * ent
-        if a.kl_coef and part.ref_logp is not None:
-            kl_mat = losses.kl_estimate(logp, part.ref_logp.to(self.device), a.kl_type)
+        if a.kl_coef and part.ref_log_prob is not None:
+            ref = part.ref_log_prob[:, :w].to(self.device)
+            kl_mat = losses.kl_estimate(logp, ref, a.kl_type)
             kl = losses.agg_loss(kl_mat, mask, a.loss_agg, **norm)
             total = total + a.kl_coef * kl
             out["kl"] = kl.item()
         out["loss"] = total
         return out
 
-    def _value_mask(self, part: TrainBatch) -> torch.Tensor:
+    def _value_mask(self, part: StepBatch) -> torch.Tensor:
         if self.algo.value_level == "step":
             return losses.value_mask(part.response_mask, part.sample_mask)
         return part.response_mask
 
     def _critic_loss(
-        self, part: TrainBatch, inputs: dict[str, Any], norm: dict[str, float]
+        self,
+        part: StepBatch,
+        returns: torch.Tensor,
+        inputs: dict[str, Any],
+        norm: dict[str, float],
     ) -> tuple[torch.Tensor, dict[str, float]]:
+        w = inputs["width_r"]
         vpred = response_values(self.critic, inputs)
-        vmask = self._value_mask(part).to(self.device)
+        vmask = self._value_mask(part)[:, :w].to(self.device)
         loss, m = losses.value_loss(
             vpred,
-            part.returns.to(self.device),
-            part.old_values.to(self.device),
+            returns.to(self.device),
+            part.values[:, :w].to(self.device),
             vmask,
             clip_eps=self.acfg.value_clip,
             agg=self.acfg.loss_agg,

@@ -1,12 +1,14 @@
 """Rollout: step a grouped set of envs with a policy until every episode ends.
 
-One row per LLM call (one env step), token-in/token-out: the prompt ids are the chat template
-applied once to the observation's messages (see :mod:`algos.context` for the length rule), the
-response ids and log-probs are exactly what the backend sampled, and the env receives the
-response decoded with special tokens skipped. Nothing is re-tokenised from text.
+The result is a :class:`~algos.batch.StepBatch` with one row per LLM call (one env step),
+token-in/token-out: the prompt ids are the chat template applied once to the observation's
+messages (see :mod:`algos.context` for the length rule), the response ids and log-probs
+(``old_log_prob``) are exactly what the backend sampled, and the env receives the response
+decoded with special tokens skipped. Nothing is re-tokenised from text.
 
-Groups: env ``i`` belongs to task group ``groups[i]`` and is reset with ``seeds[i]``; members
-of a group share a seed and so start in the identical state (GRPO/GiGPO groups).
+Groups: env ``i`` belongs to task group ``groups[i]`` (the row's ``index``) and is reset with
+``seeds[i]``; members of a group share a seed and so start in the identical state
+(GRPO/GiGPO groups). ``traj_uid`` is the env index, ``step_index`` the step number.
 """
 
 from __future__ import annotations
@@ -16,34 +18,17 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
+import torch
+
 from algos.backends.base import PolicyBackend, SamplingParams
+from algos.batch import StepBatch
 from algos.context import as_messages, fit_prompt
 from algos.env_slots import EnvSlots
 
 #: Why an episode ended: the env said so, the env's step limit, the rollout's own step cap,
 #: or the prompt no longer fitting the context budget even with all history dropped.
 END_REASONS = ("terminated", "truncated", "max_steps", "context_limit")
-
-
-@dataclass
-class StepRecord:
-    """One env step as the learner sees it (one row of the future ``StepBatch``)."""
-
-    prompt_ids: list[int]
-    response_ids: list[int]
-    logprobs: list[float] | None
-    reward: float
-    group: int
-    traj: int
-    step: int
-    anchor_obs: str
-    is_action_valid: bool
-    terminated: bool = False
-    truncated: bool = False
-    end_reason: str = ""
-    finish_reason: str = "stop"
-    action: str = ""
-    history_dropped: int = 0
 
 
 @dataclass
@@ -67,14 +52,32 @@ class Episode:
 
 @dataclass
 class RolloutResult:
-    """All rows and episodes of one rollout, with token counts and timing."""
+    """One rollout: the step rows as a ``StepBatch``, the episodes, token counts and timing.
 
-    rows: list[StepRecord]
+    Attributes:
+        batch: (B rows) every field of the batch contract except the learner's own
+            (``ref_log_prob``, ``values``); ``old_log_prob`` holds the sampled log-probs
+            (``None`` when the backend returns none). ``None`` when no step was taken.
+        end_reason: (B,) object array: the episode's end reason (one of :data:`END_REASONS`)
+            on the last row of each trajectory that has one, ``""`` on every other row.
+            ``StepBatch`` has no field for it, so it travels alongside, row-aligned.
+        actions: (B,) object array of the decoded responses (what each env received).
+        episodes: One :class:`Episode` per env, in env order.
+    """
+
+    batch: StepBatch | None
+    end_reason: np.ndarray
+    actions: np.ndarray
     episodes: list[Episode]
     prompt_tokens: int = 0
     response_tokens: int = 0
+    trimmed_prompts: int = 0
+    """Rows whose prompt lost older history to fit ``max_prompt_tokens``."""
     seconds: float = 0.0
     generate_seconds: float = 0.0
+
+    def __len__(self) -> int:
+        return 0 if self.batch is None else len(self.batch)
 
     def summary(self) -> dict[str, float]:
         """Episode-level means: success, return, score, length, valid-action ratio."""
@@ -89,6 +92,61 @@ class RolloutResult:
             "valid_action_ratio": sum(e.valid_actions for e in eps) / max(steps, 1),
             "context_limit_rate": sum(e.end_reason == "context_limit" for e in eps) / n,
         }
+
+
+class _Rows:
+    """Column lists of the rows being collected (turned into a StepBatch at the end)."""
+
+    def __init__(self) -> None:
+        self.prompt: list[list[int]] = []
+        self.response: list[list[int]] = []
+        self.logprobs: list[list[float] | None] = []
+        self.reward: list[float] = []
+        self.group: list[int] = []
+        self.traj: list[int] = []
+        self.step: list[int] = []
+        self.anchor: list[str] = []
+        self.valid: list[bool] = []
+        self.terminated: list[bool] = []
+        self.truncated: list[bool] = []
+        self.end_reason: list[str] = []
+        self.action: list[str] = []
+
+    def to_batch(self, pad_id: int) -> StepBatch | None:
+        n = len(self.response)
+        if n == 0:
+            return None
+        width = max([len(r) for r in self.response] + [1])
+        ids = torch.full((n, width), pad_id, dtype=torch.long)
+        mask = torch.zeros((n, width), dtype=torch.float32)
+        has_logp = all(lp is not None for lp in self.logprobs)
+        logp = torch.zeros((n, width), dtype=torch.float32) if has_logp else None
+        for i, r in enumerate(self.response):
+            ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+            mask[i, : len(r)] = 1.0
+            if logp is not None:
+                logp[i, : len(r)] = torch.tensor(self.logprobs[i], dtype=torch.float32)
+        return StepBatch(
+            prompt_ids=[torch.tensor(p, dtype=torch.long) for p in self.prompt],
+            response_ids=ids,
+            response_mask=mask,
+            old_log_prob=logp,
+            step_reward=self.reward,
+            index=np.asarray(self.group, dtype=np.int64),
+            traj_uid=np.asarray(self.traj, dtype=np.int64),
+            step_index=self.step,
+            anchor_obs=_objects(self.anchor),
+            is_action_valid=self.valid,
+            terminated=self.terminated,
+            truncated=self.truncated,
+        )
+
+
+def _objects(values: list[Any]) -> np.ndarray:
+    arr = np.full(len(values), None, dtype=object)
+    for i, v in enumerate(values):
+        arr[i] = v
+    return arr
 
 
 def _info_str(info: dict[str, Any], key: str, default: str = "") -> str:
@@ -125,10 +183,13 @@ def rollout(
         shorter: ``shorter(env_index, k)`` -> the current prompt with only ``k`` history
             entries, for observations that render history inside one message.
         record_text: Keep each step's observation and action text in the episodes.
-        progress: Show a progress bar over env steps.
+        progress: Show a progress bar over finished episodes.
 
     Returns:
-        A :class:`RolloutResult`; ``rows`` are in step order, ``traj`` is the env index.
+        A :class:`RolloutResult`; its batch rows are in step order (all envs' step 0, then
+        step 1, ...). The last row of an episode carries ``terminated``/``truncated``; an
+        episode cut by ``max_steps`` or ``context_limit`` has ``truncated=True`` there.
+        A chat-mode backend (``tokenizer is None``) gives empty prompt ids.
     """
     slots = envs if isinstance(envs, EnvSlots) else EnvSlots(envs)
     n = slots.num_envs
@@ -150,66 +211,63 @@ def rollout(
     ]
     anchors = [_info_str(info, "anchor_obs") for info in infos]
     active = list(range(n))
-    rows: list[StepRecord] = []
-    last_row: dict[int, StepRecord] = {}
-    result = RolloutResult(rows=rows, episodes=episodes)
+    cols = _Rows()
+    last_row: dict[int, int] = {}
+    prompt_tokens = response_tokens = trimmed = 0
+    generate_seconds = 0.0
     bar = _progress_bar(progress, n)
     step = 0
 
     def end(i: int, reason: str, term: bool = False, trunc: bool = False) -> None:
         episodes[i].end_reason = reason
         if i in last_row:
-            row = last_row[i]
-            row.terminated, row.truncated, row.end_reason = term, trunc, reason
+            j = last_row[i]
+            cols.terminated[j], cols.truncated[j], cols.end_reason[j] = term, trunc, reason
         if bar is not None:
             bar.update(1)
 
     while active:
-        prompts, owners, dropped = [], [], []
+        prompts, owners = [], []
         for i in active:
             if tok is None:  # chat-mode backend (an OpenAI endpoint): messages, no ids
                 prompts.append(as_messages(obs[i]))
                 owners.append(i)
-                dropped.append(0)
                 continue
             cb = (lambda k, i=i: shorter(i, k)) if shorter is not None else None
-            ids, n_drop = fit_prompt(tok, as_messages(obs[i]), max_prompt_tokens, cb)
+            ids, dropped = fit_prompt(tok, as_messages(obs[i]), max_prompt_tokens, cb)
             if ids is None:
                 end(i, "context_limit", trunc=True)
                 continue
+            trimmed += dropped > 0
             prompts.append(ids)
             owners.append(i)
-            dropped.append(n_drop)
         if not owners:
             break
         g0 = time.perf_counter()
         gens = backend.generate(prompts, sampling)
-        result.generate_seconds += time.perf_counter() - g0
+        generate_seconds += time.perf_counter() - g0
         outcomes = slots.step({i: g.text for i, g in zip(owners, gens)})
         still = []
-        for i, ids, gen, n_drop in zip(owners, prompts, gens, dropped):
+        for i, ids, gen in zip(owners, prompts, gens):
             o, r, term, trunc, info = outcomes[i]
             valid = bool(info.get("is_action_valid", True))
-            if tok is None:
-                ids = []
-            row = StepRecord(
-                prompt_ids=ids,
-                response_ids=gen.token_ids,
-                logprobs=gen.logprobs,
-                reward=float(r),
-                group=int(groups[i]),
-                traj=i,
-                step=step,
-                anchor_obs=anchors[i],
-                is_action_valid=valid,
-                finish_reason=gen.finish_reason,
-                action=gen.text,
-                history_dropped=n_drop,
-            )
-            rows.append(row)
-            last_row[i] = row
-            result.prompt_tokens += len(ids)
-            result.response_tokens += len(gen.token_ids)
+            ids = ids if tok is not None else []
+            last_row[i] = len(cols.response)
+            cols.prompt.append(ids)
+            cols.response.append(list(gen.token_ids))
+            cols.logprobs.append(gen.logprobs)
+            cols.reward.append(float(r))
+            cols.group.append(int(groups[i]))
+            cols.traj.append(i)
+            cols.step.append(step)
+            cols.anchor.append(anchors[i])
+            cols.valid.append(valid)
+            cols.terminated.append(False)
+            cols.truncated.append(False)
+            cols.end_reason.append("")
+            cols.action.append(gen.text)
+            prompt_tokens += len(ids)
+            response_tokens += len(gen.token_ids)
             ep = episodes[i]
             ep.ret += float(r)
             ep.length += 1
@@ -217,10 +275,9 @@ def rollout(
             ep.won = bool(info.get("won", ep.won))
             ep.score = float(info.get("score", ep.score))
             if record_text:
-                msgs = as_messages(obs[i])
                 ep.steps.append(
                     {
-                        "observation": msgs[-1]["content"],
+                        "observation": as_messages(obs[i])[-1]["content"],
                         "action": gen.text,
                         "reward": float(r),
                         "valid": valid,
@@ -239,8 +296,18 @@ def rollout(
         step += 1
     if bar is not None:
         bar.close()
-    result.seconds = time.perf_counter() - t0
-    return result
+    pad_id = getattr(tok, "pad_token_id", None) or 0
+    return RolloutResult(
+        batch=cols.to_batch(pad_id),
+        end_reason=_objects(cols.end_reason),
+        actions=_objects(cols.action),
+        episodes=episodes,
+        prompt_tokens=prompt_tokens,
+        response_tokens=response_tokens,
+        trimmed_prompts=trimmed,
+        seconds=time.perf_counter() - t0,
+        generate_seconds=generate_seconds,
+    )
 
 
 def _progress_bar(enabled: bool, total: int) -> Any:

@@ -19,12 +19,13 @@ from typing import Any
 import numpy as np
 import torch
 
-from algos.algorithms import compute_advantages, get_algorithm
+from algos.algorithms import advantages, get_algorithm
 from algos.backends.base import SamplingParams
+from algos.batch import StepBatch
 from algos.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from algos.config import Config, config_from_dict, dumps
 from algos.context import chat_prompt_shorter
-from algos.learner import Learner, TrainBatch
+from algos.learner import Learner
 from algos.metrics import MetricsLogger
 from algos.rollout import RolloutResult, rollout
 
@@ -43,6 +44,26 @@ def resolve_device(name: str) -> str:
     return name
 
 
+def prompt_templates(spec: str) -> Any:
+    """The ``env.prompt`` setting as ``PromptTemplates`` (None = the env's own templates).
+
+    Raises:
+        ValueError: ``spec`` is not ``env``, ``compact`` or an importable ``module:NAME``.
+    """
+    if spec in ("", "env"):
+        return None
+    if spec == "compact":
+        from agent_gym.wrappers.chat_prompt import COMPACT_PROMPTS
+
+        return COMPACT_PROMPTS
+    module, sep, name = spec.partition(":")
+    if not sep:
+        raise ValueError(f"env.prompt={spec!r}: use 'env', 'compact' or 'module:NAME'")
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
+
+
 def make_envs(cfg: Config, num_envs: int, *, evaluation: bool = False) -> Any:
     """The wrapped vector env: ``ParseAction`` -> ``ShapeReward`` -> ``ChatPrompt``."""
     import agent_gym  # noqa: F401  (registers the AgentR1/* ids)
@@ -51,12 +72,18 @@ def make_envs(cfg: Config, num_envs: int, *, evaluation: bool = False) -> Any:
 
     e = cfg.env
     wrappers = [
-        functools.partial(ParseAction, format=e.action_format),
+        functools.partial(ParseAction, format=e.action_format, match=e.action_match),
         functools.partial(
-            ShapeReward, success_bonus=e.success_bonus, invalid_penalty=e.invalid_penalty
+            ShapeReward,
+            reward_scale=e.reward_scale,
+            success_bonus=e.success_bonus,
+            invalid_penalty=e.invalid_penalty,
         ),
         functools.partial(
-            ChatPrompt, history_length=e.history_length, action_format=e.action_format
+            ChatPrompt,
+            history_length=e.history_length,
+            action_format=e.action_format,
+            templates=prompt_templates(e.prompt),
         ),
     ]
     kwargs = {**e.kwargs, **(e.eval_kwargs if evaluation else {})}
@@ -157,48 +184,39 @@ def build_session(cfg: Config, run_dir: Path, *, resume: bool = False) -> Sessio
     return Session(cfg, run_dir, learner, backend, venv, start)
 
 
-def batch_from_rollout(
-    ro: RolloutResult, learner: Learner, cfg: Config, iteration: int
-) -> tuple[TrainBatch, dict[str, float]]:
-    """Turn rollout rows into a :class:`TrainBatch` with old log-probs and advantages."""
-    rows = ro.rows
-    batch = TrainBatch.from_ids([r.prompt_ids for r in rows], [r.response_ids for r in rows])
-    width = batch.response_mask.shape[1]
-    rollout_logp = torch.zeros_like(batch.response_mask)
-    for i, r in enumerate(rows):
-        rollout_logp[i, : len(r.logprobs)] = torch.tensor(r.logprobs, dtype=torch.float32)
+def prepare_batch(
+    ro: RolloutResult, learner: Learner, cfg: Config
+) -> tuple[StepBatch, torch.Tensor, torch.Tensor, dict[str, float]]:
+    """Fill the rollout's ``StepBatch`` for the update and compute its advantages.
+
+    Old log-probs are the rollout's own (or recomputed by the actor with
+    ``optim.recompute_old_logp``); reference log-probs and critic values are added when the
+    learner has those models. Advantages come from the algorithm's estimator through
+    ``algos.compute_advantages`` (:func:`algos.algorithms.advantages`).
+
+    Returns:
+        ``(batch, advantages (B, L), returns (B, L), metrics)``.
+    """
+    batch = ro.batch
     extra: dict[str, float] = {}
-    if cfg.optim.recompute_old_logp:
-        batch.old_logp = learner.score(batch, "logp")
-        diff = (batch.old_logp - rollout_logp).abs() * batch.response_mask
-        extra["rollout/logp_abs_diff_max"] = float(diff.max()) if width else 0.0
-    else:
-        batch.old_logp = rollout_logp
+    if cfg.optim.recompute_old_logp or batch.old_log_prob is None:
+        recomputed = learner.score(batch, "logp")
+        if batch.old_log_prob is not None:
+            diff = (recomputed - batch.old_log_prob).abs() * batch.response_mask
+            extra["rollout/logp_abs_diff_max"] = float(diff.max())
+        batch.old_log_prob = recomputed
     if learner.ref_model is not None:
-        batch.ref_logp = learner.score(batch, "ref")
-    values = learner.score(batch, "values") if learner.critic is not None else None
-    anchors = np.full(len(rows), None, dtype=object)
-    for i, r in enumerate(rows):
-        anchors[i] = r.anchor_obs
-    adv, ret = compute_advantages(
-        learner.algo,
-        step_reward=np.array([r.reward for r in rows], dtype=np.float64),
-        response_mask=batch.response_mask,
-        index=np.array([r.group for r in rows]),
-        traj_uid=np.array([r.traj for r in rows]),
-        step_index=np.array([r.step for r in rows]),
-        anchor_obs=anchors,
-        sample_mask=batch.sample_mask.numpy(),
-        values=values,
-        cfg=cfg.algo,
-    )
-    batch.advantages, batch.returns, batch.old_values = adv.float(), ret.float(), values
+        batch.ref_log_prob = learner.score(batch, "ref")
+    if learner.critic is not None:
+        batch.values = learner.score(batch, "values")
+    adv, ret = advantages(learner.algo, batch, cfg.algo)
+    adv, ret = adv.float(), ret.float()
     m = batch.response_mask.bool()
     extra["actor/advantage_mean"] = float(adv[m].mean()) if m.any() else 0.0
     extra["actor/advantage_abs_mean"] = float(adv[m].abs().mean()) if m.any() else 0.0
-    if values is not None:
-        extra["critic/value_mean"] = float(values[:, 0].mean())
-    return batch, extra
+    if batch.values is not None:
+        extra["critic/value_mean"] = float(batch.values[:, 0].mean())
+    return batch, adv, ret, extra
 
 
 def iteration_seeds(cfg: Config, iteration: int) -> tuple[list[int], list[int]]:
@@ -229,19 +247,22 @@ def run_iteration(s: Session, iteration: int) -> dict[str, Any]:
     )
     t_roll = time.perf_counter() - t0
     metrics: dict[str, Any] = {f"rollout/{k}": v for k, v in ro.summary().items()}
-    metrics["rollout/step_rows"] = len(ro.rows)
-    metrics["rollout/response_length"] = ro.response_tokens / max(len(ro.rows), 1)
+    metrics["rollout/step_rows"] = len(ro)
+    metrics["rollout/trimmed_prompts"] = ro.trimmed_prompts
+    metrics["rollout/response_length"] = ro.response_tokens / max(len(ro), 1)
     metrics["perf/rollout_tokens_per_s"] = ro.response_tokens / max(ro.generate_seconds, 1e-9)
     metrics["time/rollout_s"] = t_roll
-    if not ro.rows:
+    if ro.batch is None:
         return metrics
     t1 = time.perf_counter()
-    batch, extra = batch_from_rollout(ro, learner, cfg, iteration)
+    batch, adv, ret, extra = prepare_batch(ro, learner, cfg)
     metrics.update(extra)
     metrics["time/prepare_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
     upd = learner.update(
         batch,
+        adv,
+        ret if learner.critic is not None else None,
         seed=cfg.run.seed * 1_000_003 + iteration,
         train_actor=iteration >= cfg.optim.critic_warmup,
         progress=cfg.run.progress,
@@ -313,7 +334,7 @@ def train(
     try:
         if cfg.run.eval_episodes and not resume:
             summary["before"] = evaluate(cfg, s.backend, cfg.run.eval_episodes)
-            log(f"eval before training: {summary['before']['line']}")
+            log(f"eval before training: {_eval_line(summary['before'])}")
         for it in range(s.start_iteration, cfg.run.iterations):
             metrics = run_iteration(s, it)
             episodes = metrics.pop("_episodes", [])
@@ -328,7 +349,9 @@ def train(
                 save_checkpoint(run_dir, it, s.learner)
         if cfg.run.eval_episodes:
             summary["after"] = evaluate(cfg, s.backend, cfg.run.eval_episodes)
-            log(f"eval after training: {summary['after']['line']}")
+            log(f"eval after training: {_eval_line(summary['after'])}")
+            if "before" in summary:
+                log(_before_after(summary["before"], summary["after"]))
             (run_dir / "eval.json").write_text(json.dumps(summary, indent=2))
     finally:
         logger.close()
@@ -340,6 +363,20 @@ def train(
     except ImportError:  # pragma: no cover - matplotlib is in the train extra
         pass
     return run_dir
+
+
+def _eval_line(result: dict[str, Any]) -> str:
+    valid = result.get("valid_action_ratio")
+    return result["line"] + (f", valid actions {valid:.1%}" if valid is not None else "")
+
+
+def _before_after(before: dict[str, Any], after: dict[str, Any]) -> str:
+    parts = [f"success {before['success_rate']:.1%} -> {after['success_rate']:.1%}"]
+    if "valid_action_ratio" in before and "valid_action_ratio" in after:
+        parts.append(
+            f"valid actions {before['valid_action_ratio']:.1%} -> {after['valid_action_ratio']:.1%}"
+        )
+    return f"before -> after training ({after['episodes']} eval episodes): " + ", ".join(parts)
 
 
 def _progress_line(it: int, total: int, m: dict[str, Any]) -> str:

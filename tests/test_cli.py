@@ -46,7 +46,9 @@ def test_play_accepts_short_names_and_rejects_unknown() -> None:
 
 
 # ALFWorld's full default set is 3,827 games (minutes to write); a small build is enough here.
-PREPARE_ARGS = {"AgentR1/ALFWorld-v0": ["--env-arg", "split=valid_seen", "--env-arg", "num_games=4"]}
+PREPARE_ARGS = {
+    "AgentR1/ALFWorld-v0": ["--env-arg", "split=valid_seen", "--env-arg", "num_games=4"]
+}
 
 
 @pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)

@@ -203,6 +203,41 @@ def parse_calls(
     return calls
 
 
+_LIST_MARKER = re.compile(r"^(?:[-*•]|\d{1,3}[.)])\s+")
+_QUOTES = "\"'`“”‘’"
+_TRAILING = ".,;:!?"
+
+
+def match_admissible(command: str, admissible: Sequence[str]) -> str | None:
+    r"""The admissible command that ``command`` names, read leniently; None if there is none.
+
+    The opt-in ``match="admissible"`` mode of :class:`~agent_gym.wrappers.ParseAction`, for
+    small models that name the right command but not in its exact spelling. The first
+    non-empty line is taken; then, repeatedly until nothing changes, surrounding whitespace,
+    quotes and backticks, one leading list marker (``-``, ``*``, ``1.``, ``1)``) and trailing
+    punctuation (``.,;:!?``) are removed; runs of spaces become one. The result must equal
+    an admissible command case-insensitively; nothing else (no prefix or fuzzy match).
+
+    Example:
+        >>> match_admissible('"Go to desk 1."\nThen take the mug.', ["go to desk 1", "look"])
+        'go to desk 1'
+        >>> match_admissible("go to the desk", ["go to desk 1"]) is None
+        True
+    """
+    lines = [line for line in command.splitlines() if line.strip()]
+    if not lines or not admissible:
+        return None
+    text, before = lines[0], None
+    while text != before:
+        before = text
+        text = _LIST_MARKER.sub("", text.strip().strip(_QUOTES).strip()).rstrip(_TRAILING)
+    key = " ".join(text.split()).casefold()
+    for candidate in admissible:
+        if " ".join(candidate.split()).casefold() == key:
+            return candidate
+    return None
+
+
 def select_calls(calls: list[str], multiple: Multiple, max_calls: int) -> str:
     """Combine calls into the env command according to the ``multiple`` policy.
 

@@ -35,6 +35,25 @@ To call a function, write a JSON object with its name and arguments inside <tool
 
 _FORMATS = ("tag", "tool_call", "plain")
 
+#: A short prompt for any env that lists admissible actions: the task, the newest observation,
+#: the history and the commands, the commands last so that a small model copies one of them.
+#: About half the tokens of ALFWorld's default prompt; ``env.prompt = "compact"`` in a recipe.
+COMPACT_PROMPTS = PromptTemplates(
+    system=(
+        "You act in a text environment. Reply with one command copied from the list"
+        "{% if action_format == 'tag' %}, inside <action></action>"
+        "{% elif action_format == 'tool_call' %}, as an env_step tool call{% endif %}."
+    ),
+    user=(
+        "Task: {{ task }}\n\n"
+        "{% for h in history %}> {{ h.action }}\n{{ h.observation }}\n\n{% endfor %}"
+        "{{ observation }}\n\n"
+        "{% if admissible_actions %}Commands:\n"
+        "{% for a in admissible_actions if a != 'help' %}{{ a }}\n{% endfor %}\n{% endif %}"
+        "Copy the one command that best advances the task:"
+    ),
+)
+
 
 def _cut(text: str, limit: int | None) -> str:
     if limit is None or len(text) <= limit:
@@ -164,6 +183,11 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         self._obs, self._info = obs, info
         self._step += 1
         return self.messages(), reward, terminated, truncated, info
+
+    @property
+    def history(self) -> list[dict[str, str]]:
+        """The kept ``{"observation", "action"}`` pairs, oldest first (a copy)."""
+        return list(self._history)
 
     def messages(self, history_length: int | None = None) -> list[dict[str, str]]:
         """The ``[system, user]`` messages for the current state.

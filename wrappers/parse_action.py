@@ -21,9 +21,13 @@ from agent_gym.wrappers.action_formats import (
     ActionFormat,
     ActionParseError,
     Multiple,
+    match_admissible,
     parse_calls,
     select_calls,
 )
+
+#: How a parsed command is matched: as written, or leniently against the admissible commands.
+MATCH_MODES: tuple[str, ...] = ("strict", "admissible")
 
 _HINTS = {
     "tag": "Write your action as <action>command</action>.",
@@ -64,6 +68,13 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         max_calls: Most calls ``"join"`` accepts; default ``env.unwrapped.max_parallel_calls``.
         max_episode_steps: Step limit counted here; default ``env.spec.max_episode_steps``
             (``None``: no limit of its own).
+        match: ``"strict"`` (default): the parsed command goes to the env as written.
+            ``"admissible"``: each parsed call is read leniently
+            (:func:`~agent_gym.wrappers.action_formats.match_admissible`: first non-empty
+            line, quotes, backticks, a list marker and trailing punctuation stripped,
+            case-insensitive exact match) against the latest ``info["admissible_actions"]``,
+            and the admissible spelling is sent; a call that matches none is sent as written.
+            An opt-in for small models; envs without admissible actions are unaffected.
 
     Example:
         >>> import gymnasium as gym, agent_gym
@@ -81,6 +92,7 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         multiple: Multiple | None = None,
         max_calls: int | None = None,
         max_episode_steps: int | None = None,
+        match: str = "strict",
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -89,10 +101,14 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             multiple=multiple,
             max_calls=max_calls,
             max_episode_steps=max_episode_steps,
+            match=match,
         )
         gym.Wrapper.__init__(self, env)
         if format not in FORMATS:
             raise ValueError(f"unknown action format {format!r}; use one of {FORMATS}")
+        if match not in MATCH_MODES:
+            raise ValueError(f"unknown match={match!r}; use one of {MATCH_MODES}")
+        self.match = match
         if isinstance(env.observation_space, Messages):
             raise ValueError(
                 "ParseAction needs text observations but this env already returns chat "
@@ -132,6 +148,9 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
     def parse(self, text: str) -> str:
         """Return the env command in ``text``; raise :class:`ActionParseError` if none."""
         calls = parse_calls(text, self.action_format, self.tools, self.multiple)
+        if self.match == "admissible":
+            admissible = (self._last_info or {}).get("admissible_actions") or ()
+            calls = [match_admissible(c, admissible) or c for c in calls]
         return select_calls(calls, self.multiple, self.max_calls)
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:

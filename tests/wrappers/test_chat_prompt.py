@@ -8,6 +8,7 @@ from testing_env import GenericTextEnv, counting_spec
 from agent_gym.core import PromptTemplates
 from agent_gym.spaces import Messages
 from agent_gym.wrappers import ChatPrompt, ParseAction
+from agent_gym.wrappers.chat_prompt import COMPACT_PROMPTS
 
 # A template that prints every variable, so tests can compare whole strings.
 PLAIN = PromptTemplates(
@@ -177,3 +178,30 @@ def test_messages_can_be_rendered_with_less_history() -> None:
     assert "H=(The counter is 1.->add 1)|" in user(env.messages(history_length=1))
     assert "|H=|" in user(env.messages(history_length=0))
     assert env.messages() == env.messages(history_length=5)
+
+
+def test_history_property_is_a_copy_of_the_kept_pairs() -> None:
+    env = make(history_length=2, templates=PLAIN)
+    env.reset(options={"task_id": "count-to-5"})
+    env.step("<action>add 1</action>")
+    env.step("<action>add 2</action>")
+    env.step("<action>add 1</action>")
+    assert [h["action"] for h in env.history] == ["add 2", "add 1"]
+    env.history.clear()  # a copy: the wrapper's own history is untouched
+    assert len(env.history) == 2
+
+
+def test_compact_prompt_lists_the_commands_last() -> None:
+    env = make(history_length=1, format="plain", templates=COMPACT_PROMPTS)
+    env.reset(options={"task_id": "count-to-3"})
+    messages, *_ = env.step("add 1")
+    assert messages[0]["content"] == (
+        "You act in a text environment. Reply with one command copied from the list."
+    )
+    assert user(messages) == (
+        "Task: Make the counter equal 3, then submit.\n\n"
+        "> add 1\nThe counter is 0.\n\n"
+        "The counter is 1.\n\n"
+        "Commands:\nadd 1\nadd 2\nsubmit\n\n"
+        "Copy the one command that best advances the task:"
+    )

@@ -9,7 +9,7 @@ from testing_env import CountingEnv, GenericTextEnv, assert_info_contract, count
 
 from agent_gym.core import ENV_STEP_TOOL, ToolSpec
 from agent_gym.wrappers import ActionParseError, ChatPrompt, ParseAction, parse_command
-from agent_gym.wrappers.action_formats import parse_calls, strip_think
+from agent_gym.wrappers.action_formats import match_admissible, parse_calls, strip_think
 
 SEARCH = ToolSpec("search", "Search.", {"query": "the query"}, "search[{query}]")
 EXPAND = ToolSpec("expand", "Expand.", {"paper_id": "the id"}, "expand[{paper_id}]")
@@ -373,3 +373,81 @@ def test_counting_env_plays_to_a_win_through_the_parser() -> None:
         _, reward, terminated, _, info = env.step(text)
     assert (reward, terminated, info["won"]) == (1.0, True, True)
     assert isinstance(env.unwrapped, CountingEnv)
+
+
+# ---- match="admissible": the opt-in lenient reading --------------------------------------
+
+ADMISSIBLE = ["go to desk 1", "take mug 2 from desk 1", "look"]
+
+# (response, what match_admissible returns) against ADMISSIBLE.
+LENIENT = [
+    ("go to desk 1", "go to desk 1"),
+    ("Go to desk 1", "go to desk 1"),  # case
+    ("GO  TO   DESK 1", "go to desk 1"),  # runs of spaces
+    ('"go to desk 1"', "go to desk 1"),  # quotes
+    ("`look`", "look"),  # backticks
+    ("go to desk 1.", "go to desk 1"),  # trailing punctuation
+    ("'Look!'", "look"),
+    ("- go to desk 1", "go to desk 1"),  # a list marker copied from the prompt
+    ("2. take mug 2 from desk 1", "take mug 2 from desk 1"),
+    ("\n\n  look  \nthen go to desk 1", "look"),  # first non-empty line only
+    ('"`go to desk 1`."', "go to desk 1"),  # nested wrappers, stripped until stable
+    ("go to desk", None),  # no prefix matching
+    ("go to the desk 1", None),  # no fuzzy matching
+    ("I will go to desk 1", None),  # prose around a command is not read
+    ("look around", None),
+    ("", None),
+    ("   \n  ", None),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), LENIENT)
+def test_match_admissible_is_lenient_about_spelling_only(text: str, expected: str | None) -> None:
+    assert match_admissible(text, ADMISSIBLE) == expected
+
+
+def test_match_admissible_without_admissible_actions_matches_nothing() -> None:
+    assert match_admissible("look", []) is None
+
+
+def test_admissible_mode_sends_the_admissible_spelling() -> None:
+    env = ParseAction(
+        gym.make(counting_spec()), format="plain", match="admissible", multiple="first"
+    )
+    env.reset(options={"task_id": "count-to-3"})
+    obs, _, _, _, info = env.step('"Add 2."\nand then submit')
+    assert info["is_action_valid"] and info["parsed_action"] == "add 2"
+    assert obs == "The counter is 2."
+    # No match: the parsed command goes to the env as written, and the env rejects it.
+    _, _, _, _, info = env.step("Add three")
+    assert not info["is_action_valid"] and info["parsed_action"] == "Add three"
+
+
+def test_strict_mode_is_the_default_and_sends_the_text_as_written() -> None:
+    env = ParseAction(gym.make(counting_spec()), format="plain")
+    assert env.match == "strict"
+    env.reset(options={"task_id": "count-to-3"})
+    _, _, _, _, info = env.step('"Add 2."')
+    assert not info["is_action_valid"] and info["parsed_action"] == '"Add 2."'
+
+
+def test_admissible_mode_reads_inside_tags_too() -> None:
+    env = ParseAction(gym.make(counting_spec()), format="tag", match="admissible")
+    env.reset(options={"task_id": "count-to-3"})
+    _, _, _, _, info = env.step("<action>ADD 1</action>")
+    assert info["is_action_valid"] and info["parsed_action"] == "add 1"
+    _, _, _, _, info = env.step("ADD 1")  # still no tag: a parse failure, as in strict mode
+    assert not info["is_action_valid"] and info["parse_error"]
+
+
+def test_admissible_mode_matches_each_joined_call() -> None:
+    env = ParseAction(gym.make(counting_spec()), format="plain", match="admissible")
+    assert env.multiple == "join"  # the counting env takes one command per line
+    env.reset(options={"task_id": "count-to-3"})
+    _, _, _, _, info = env.step("Add 1.\n- add 2")
+    assert info["is_action_valid"] and info["parsed_action"] == "add 1\nadd 2"
+
+
+def test_unknown_match_mode_is_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown match='fuzzy'"):
+        ParseAction(gym.make(counting_spec()), format="plain", match="fuzzy")

@@ -41,14 +41,13 @@ def test_step_groups_have_several_members():
         )
     finally:
         venv.close()
-    anchors = np.full(len(ro.rows), None, dtype=object)
-    for i, r in enumerate(ro.rows):
-        anchors[i] = r.anchor_obs
-    index = np.array([r.group for r in ro.rows])
-    groups = build_step_groups(anchors, index)
+    b = ro.batch
+    index = np.asarray(b.index)
+    groups = build_step_groups(b.anchor_obs, index)
     sizes = Counter(groups.tolist())
     assert max(sizes.values()) > 1, "every step group is a singleton"
     # A step group never spans two task groups.
     for g in sizes:
         assert len(set(index[groups == g].tolist())) == 1
-    assert all("Welcome to TextWorld" in r.anchor_obs or r.step > 0 for r in ro.rows)
+    first = b.step_index == 0
+    assert all("Welcome to TextWorld" in a for a in b.anchor_obs[first.numpy()])

@@ -8,34 +8,47 @@ import pytest
 import torch
 
 from algos.algorithms import get_algorithm
+from algos.batch import StepBatch
 from algos.config import AlgoConfig, OptimConfig
 from algos.critic import ValueModel
-from algos.learner import Learner, TrainBatch
+from algos.learner import Learner
 from algos.models import load_model
+from algos.registry import POLICY_LOSSES
 
 
-def _batch(n: int = 8, seed: int = 0) -> TrainBatch:
+def _batch(n: int = 8, seed: int = 0) -> tuple[StepBatch, torch.Tensor, torch.Tensor]:
+    """n random step rows (prompts 3-8 tokens, responses 1-5) with advantages and returns."""
     g = torch.Generator().manual_seed(seed)
-    prompts = [
-        torch.randint(4, 260, (int(torch.randint(3, 9, (1,), generator=g)),), generator=g).tolist()
-        for _ in range(n)
-    ]
-    resps = [
-        torch.randint(4, 260, (int(torch.randint(1, 6, (1,), generator=g)),), generator=g).tolist()
-        for _ in range(n)
-    ]
-    b = TrainBatch.from_ids(prompts, resps)
-    shape = b.response_mask.shape
-    b.old_logp = (-5.5 + 0.1 * torch.randn(shape, generator=g)) * b.response_mask
-    b.advantages = torch.randn(n, 1, generator=g).expand(shape).clone() * b.response_mask
-    b.returns = torch.randn(shape, generator=g) * b.response_mask
-    b.old_values = torch.zeros(shape)
-    return b
+
+    def ids(lo: int, hi: int) -> torch.Tensor:
+        return torch.randint(4, 260, (int(torch.randint(lo, hi, (1,), generator=g)),), generator=g)
+
+    prompts = [ids(3, 9) for _ in range(n)]
+    resps = [ids(1, 6) for _ in range(n)]
+    width = max(len(r) for r in resps)
+    response_ids = torch.zeros(n, width, dtype=torch.long)
+    mask = torch.zeros(n, width)
+    for i, r in enumerate(resps):
+        response_ids[i, : len(r)] = r
+        mask[i, : len(r)] = 1.0
+    b = StepBatch(
+        prompt_ids=prompts,
+        response_ids=response_ids,
+        response_mask=mask,
+        step_reward=torch.zeros(n),
+        index=list(range(n)),
+        traj_uid=list(range(n)),
+        step_index=[0] * n,
+        old_log_prob=(-5.5 + 0.1 * torch.randn(n, width, generator=g)) * mask,
+        values=torch.zeros(n, width),
+    )
+    adv = torch.randn(n, 1, generator=g).expand(n, width).clone() * mask
+    ret = torch.randn(n, width, generator=g) * mask
+    return b, adv, ret
 
 
-def _grads(
-    algo: str, micro: int, batch: TrainBatch, agg: str = "token-mean"
-) -> dict[str, torch.Tensor]:
+def _grads(algo: str, micro: int, data: tuple, agg: str = "token-mean") -> dict[str, torch.Tensor]:
+    batch, adv, ret = data
     model, tok = load_model("tiny-random", seed=0)
     a = get_algorithm(algo)
     critic = ValueModel(model) if a.critic else None
@@ -43,7 +56,7 @@ def _grads(
         mini_batch_size=len(batch), micro_batch_size=micro, lr=0.0, critic_lr=0.0, max_grad_norm=1e9
     )
     learner = Learner(model, tok, a, AlgoConfig(loss_agg=agg), ocfg, critic=critic)
-    learner._mini_batch_step(batch, train_actor=True)
+    learner._mini_batch_step(batch, adv, ret if critic is not None else None, train_actor=True)
     out = {f"actor.{k}": p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
     if critic is not None:
         out.update(
@@ -67,45 +80,36 @@ def _grads(
     ],
 )
 def test_micro_batching_gives_the_mini_batch_gradient(algo, agg):
-    batch = _batch()
-    one = _grads(algo, 8, batch, agg)
-    four = _grads(algo, 2, batch, agg)
+    data = _batch()
+    one = _grads(algo, 8, data, agg)
+    four = _grads(algo, 2, data, agg)
     assert one.keys() == four.keys() and one
     for k in one:
         torch.testing.assert_close(one[k], four[k], rtol=1e-4, atol=1e-6, msg=k)
 
 
 def test_padding_rows_change_nothing():
-    batch = _batch(6)
-    plain = _grads("grpo", 3, batch)
-    # Same rows plus two padding rows (sample_mask False, zero masks, garbage advantages).
-    pad = _batch(8, seed=1)
-    rows = TrainBatch.from_ids(
-        batch.prompt_ids + pad.prompt_ids[:2],
-        batch.response_ids + pad.response_ids[:2],
-        sample_mask=[True] * 6 + [False] * 2,
-    )
-    width = rows.response_mask.shape[1]
+    batch, adv, ret = _batch(6)
+    plain = _grads("grpo", 3, (batch, adv, ret))
+    # The same rows plus two padding rows (sample_mask False, zero masks, garbage targets).
+    padded = batch.pad_to(8)
+    assert padded.sample_mask.tolist() == [True] * 6 + [False] * 2
 
     def widen(t):
-        out = torch.full((8, width), 7.0)
-        out[:6, : t.shape[1]] = t
-        return out
+        return torch.cat([t, torch.full((2, t.shape[1]), 7.0)])
 
-    rows.old_logp, rows.advantages = widen(batch.old_logp), widen(batch.advantages)
-    rows.returns, rows.old_values = widen(batch.returns), widen(batch.old_values)
-    padded = _grads("grpo", 3, rows)
+    grads = _grads("grpo", 3, (padded, widen(adv), widen(ret)))
     for k in plain:
-        torch.testing.assert_close(plain[k], padded[k], rtol=1e-4, atol=1e-6, msg=k)
+        torch.testing.assert_close(plain[k], grads[k], rtol=1e-4, atol=1e-6, msg=k)
 
 
 def test_non_finite_loss_skips_the_step():
     model, tok = load_model("tiny-random", seed=0)
     before = {k: p.detach().clone() for k, p in model.named_parameters()}
     learner = Learner(model, tok, get_algorithm("grpo"), AlgoConfig(), OptimConfig(lr=1e-2))
-    batch = _batch()
-    batch.advantages[0, 0] = math.nan
-    metrics = learner.update(batch, seed=0)
+    batch, adv, _ = _batch()
+    adv[0, 0] = math.nan
+    metrics = learner.update(batch, adv, seed=0)
     assert metrics["skipped_steps"] >= 1
     for k, p in model.named_parameters():
         assert torch.equal(p, before[k]), k
@@ -120,10 +124,20 @@ def test_update_moves_logp_in_the_advantage_direction():
         AlgoConfig(),
         OptimConfig(lr=1e-2, mini_batch_size=8, micro_batch_size=4, ppo_epochs=4),
     )
-    batch = _batch()
-    batch.old_logp = learner.score(batch, "logp")
-    learner.update(batch, seed=0)
+    batch, adv, _ = _batch()
+    batch.old_log_prob = learner.score(batch, "logp")
+    learner.update(batch, adv, seed=0)
     after = learner.score(batch, "logp")
-    delta = ((after - batch.old_logp) * batch.response_mask).sum(-1)
-    sign = batch.advantages[:, 0].sign()
+    delta = ((after - batch.old_log_prob) * batch.response_mask).sum(-1)
+    sign = adv[:, 0].sign()
     assert (delta * sign > 0).float().mean() >= 0.75
+
+
+def test_a_registered_policy_loss_is_used():
+    """``algo.policy_loss`` names any loss in ``algos.POLICY_LOSSES``."""
+    model, tok = load_model("tiny-random", seed=0)
+    cfg = AlgoConfig(policy_loss="reinforce")
+    learner = Learner(model, tok, get_algorithm("grpo"), cfg, OptimConfig())
+    assert learner.policy_loss is POLICY_LOSSES["reinforce"]
+    with pytest.raises(ValueError, match="unknown policy loss 'nope'"):
+        Learner(model, tok, get_algorithm("grpo"), AlgoConfig(policy_loss="nope"), OptimConfig())

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-_KEY_FIELDS = ("index", "traj_uid", "anchor_obs")
+_KEY_FIELDS = ("index", "traj_uid", "anchor_obs", "end_reason")
 _ROW_BOOL_FIELDS = ("is_action_valid", "terminated", "truncated", "sample_mask")
 _TOKEN_FLOAT_FIELDS = ("old_log_prob", "ref_log_prob", "values")
 
@@ -89,6 +89,9 @@ class StepBatch:
     """(B, P) attention mask of a padded ``prompt_ids`` tensor (default: all ones)."""
     anchor_obs: np.ndarray | None = None
     """(B,) object: pre-action observation without history (GiGPO's anchor state)."""
+    end_reason: np.ndarray | None = None
+    """(B,) object: why the episode ended (``terminated``, ``truncated``, ``max_steps``,
+    ``context_limit``) on the last row of each ended trajectory, ``""`` on every other row."""
     is_action_valid: torch.Tensor | None = None
     """(B,) bool: the env understood the action (default all True)."""
     terminated: torch.Tensor | None = None

@@ -56,17 +56,13 @@ class RolloutResult:
 
     Attributes:
         batch: (B rows) every field of the batch contract except the learner's own
-            (``ref_log_prob``, ``values``); ``old_log_prob`` holds the sampled log-probs
+            (``ref_log_prob``, ``values``), the end reason included; ``old_log_prob`` holds the sampled log-probs
             (``None`` when the backend returns none). ``None`` when no step was taken.
-        end_reason: (B,) object array: the episode's end reason (one of :data:`END_REASONS`)
-            on the last row of each trajectory that has one, ``""`` on every other row.
-            ``StepBatch`` has no field for it, so it travels alongside, row-aligned.
         actions: (B,) object array of the decoded responses (what each env received).
         episodes: One :class:`Episode` per env, in env order.
     """
 
     batch: StepBatch | None
-    end_reason: np.ndarray
     actions: np.ndarray
     episodes: list[Episode]
     prompt_tokens: int = 0
@@ -139,6 +135,7 @@ class _Rows:
             is_action_valid=self.valid,
             terminated=self.terminated,
             truncated=self.truncated,
+            end_reason=_objects(self.end_reason),
         )
 
 
@@ -299,7 +296,6 @@ def rollout(
     pad_id = getattr(tok, "pad_token_id", None) or 0
     return RolloutResult(
         batch=cols.to_batch(pad_id),
-        end_reason=_objects(cols.end_reason),
         actions=_objects(cols.action),
         episodes=episodes,
         prompt_tokens=prompt_tokens,

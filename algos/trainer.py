@@ -169,7 +169,12 @@ def build_session(cfg: Config, run_dir: Path, *, resume: bool = False) -> Sessio
         loss_scale_factor=float(cfg.rollout.max_new_tokens),
     )
     backend = make_backend(
-        cfg.rollout.backend, model, tok, max_batch_size=cfg.rollout.max_batch_size
+        cfg.rollout.backend,
+        model,
+        tok,
+        seed=cfg.run.seed,
+        max_model_len=cfg.rollout.max_prompt_tokens + cfg.rollout.max_new_tokens,
+        max_batch_size=cfg.rollout.max_batch_size,
     )
     if not backend.returns_logprobs:
         raise ValueError(f"backend {cfg.rollout.backend!r} returns no log-probs; cannot train")
@@ -356,6 +361,9 @@ def train(
     finally:
         logger.close()
         s.venv.close()
+        close = getattr(s.backend, "close", None)  # the vLLM engine holds processes and files
+        if close is not None:
+            close()
     try:
         from algos.plot import plot_run
 

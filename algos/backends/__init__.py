@@ -9,8 +9,25 @@ from algos.backends.base import Generation, PolicyBackend, SamplingParams
 BACKENDS = ("hf", "vllm", "openai")
 
 
-def make_backend(name: str, model: Any, tokenizer: Any, **kwargs: Any) -> PolicyBackend:
+def make_backend(
+    name: str,
+    model: Any,
+    tokenizer: Any,
+    *,
+    seed: int | None = None,
+    max_model_len: int | None = None,
+    **kwargs: Any,
+) -> PolicyBackend:
     """Build a backend for the learner's model: ``hf`` or ``vllm``.
+
+    Args:
+        name: ``hf`` (transformers ``generate`` on the learner's own module) or ``vllm`` (an
+            engine on a copy of the weights, synced after each update).
+        model: The learner's model.
+        tokenizer: Its tokenizer.
+        seed: Sampling seed of the vLLM engine (the hf backend uses torch's global RNG).
+        max_model_len: Prompt + response budget of the vLLM engine (default: the model's).
+        **kwargs: Backend options (hf: ``max_batch_size``).
 
     Raises:
         ValueError: Unknown name (``openai`` serves evaluation only: build
@@ -23,7 +40,12 @@ def make_backend(name: str, model: Any, tokenizer: Any, **kwargs: Any) -> Policy
     if name == "vllm":
         from algos.backends.vllm import VLLMBackend
 
-        return VLLMBackend.from_model(model, tokenizer)
+        engine: dict[str, Any] = {}
+        if seed is not None:
+            engine["seed"] = seed
+        if max_model_len is not None:
+            engine["max_model_len"] = max_model_len
+        return VLLMBackend.from_model(model, tokenizer, **engine)
     raise ValueError(f"unknown training backend {name!r}; valid: hf, vllm")
 
 

@@ -171,3 +171,20 @@ def test_gae_episode_row_reward():
     assert not torch.equal(adv_s, adv_e)
     with pytest.raises(ValueError, match="row_reward"):
         compute_advantages("gae", b, row_reward="final")
+
+
+def test_end_reason_travels_with_rows():
+    b = StepBatch(
+        response_ids=[[1], [2], [3]], response_mask=[[1], [1], [1]], step_reward=[0.0, 0.0, 1.0],
+        index=[0, 0, 0], traj_uid=[0, 0, 1], step_index=[0, 1, 0],
+        end_reason=["", "context_limit", "terminated"],
+    )  # fmt: skip
+    assert b.select([2, 0]).end_reason.tolist() == ["terminated", ""]
+    padded = b.pad_to(5)
+    assert padded.end_reason.tolist()[:3] == ["", "context_limit", "terminated"]
+    assert padded.end_reason.tolist()[3:] == [None, None]
+    with pytest.raises(ValueError, match="end_reason"):
+        StepBatch(
+            response_ids=[[1]], response_mask=[[1]], step_reward=[0.0], index=[0], traj_uid=[0],
+            step_index=[0], end_reason=["a", "b"],
+        )  # fmt: skip

@@ -39,7 +39,7 @@ def test_rows_are_token_in_token_out():
         sampling=SamplingParams(max_new_tokens=3),
     )
     b = ro.batch
-    assert isinstance(b, StepBatch) and len(b) == len(ro.end_reason) == len(ro.actions)
+    assert isinstance(b, StepBatch) and len(b) == len(b.end_reason) == len(ro.actions)
     assert b.step_index[:4].tolist() == [0, 0, 0, 0]
     assert b.index[:4].tolist() == [0, 0, 1, 1] and b.traj_uid[:4].tolist() == [0, 1, 2, 3]
     # The prompt is the chat template applied once to the observation's messages.
@@ -60,10 +60,10 @@ def test_rows_are_token_in_token_out():
     for ep in ro.episodes:
         rows = (b.traj_uid == ep.traj).nonzero()[0]
         last = rows[-1]
-        assert ro.end_reason[last] == ep.end_reason in ("terminated", "truncated")
+        assert b.end_reason[last] == ep.end_reason in ("terminated", "truncated")
         assert bool(b.terminated[last]) == (ep.end_reason == "terminated")
         assert bool(b.truncated[last]) == (ep.end_reason == "truncated")
-        assert not b.terminated[rows[:-1]].any() and set(ro.end_reason[rows[:-1]]) <= {""}
+        assert not b.terminated[rows[:-1]].any() and set(b.end_reason[rows[:-1]]) <= {""}
         assert int(b.is_action_valid[rows].sum()) == ep.valid_actions
 
 

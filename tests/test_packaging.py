@@ -38,3 +38,13 @@ def test_register_envs_convention_and_colon_prefix() -> None:
 def test_torch_is_the_cpu_build() -> None:
     out = _run("import torch; print(torch.__version__)")
     assert out.endswith("+cpu") or "cu" not in out
+
+
+def test_test_module_basenames_are_unique() -> None:
+    # tests/ has no __init__.py files, so pytest imports test modules by basename: two files
+    # with the same name in different folders fail collection with "import file mismatch".
+    from collections import Counter
+    from pathlib import Path
+
+    names = Counter(p.name for p in Path(__file__).parent.rglob("test_*.py"))
+    assert [n for n, c in names.items() if c > 1] == []

@@ -18,6 +18,7 @@ import statistics
 import time
 
 import gymnasium as gym
+import numpy as np
 
 import agent_gym
 from agent_gym.envs.alfworld import speedup
@@ -109,25 +110,44 @@ def main() -> None:
     )
     env.close()
 
+    bench_vector(args)
+
+
+def bench_vector(args: argparse.Namespace) -> None:
+    """Steps/s of ``make_vec``: one env in-process vs 2 async workers.
+
+    Both play the same sequence of games (episode k resets to game seed ``seeds[k]``), and the
+    two workers of the async env play the same game, as the members of a GRPO/GiGPO group do;
+    otherwise the comparison measures which games each side happened to draw (step cost differs
+    4x between games). Only step time is counted: a game new to a worker costs a PDDL
+    translation at reset (reported above as the reset time).
+    """
+    seeds = random.Random(1).choices(range(100), k=1000)
+    rates = {}
     for n, mode in ((1, "sync"), (2, "async")):
+        rng = random.Random(0)
         venv = agent_gym.make_vec(
             "AgentR1/ALFWorld-v0", num_envs=n, mode=mode, split="valid_unseen", num_games=args.games
         )
-        _, infos = venv.reset(seed=list(range(n)))
-        # Time the steps only: a reset of a game new to a worker process costs a PDDL
-        # translation there (reported above as the reset time), which would swamp 300 steps.
+        episode = 0
+        _, infos = venv.reset(seed=[seeds[episode]] * n)
+        live = np.ones(n, dtype=bool)  # a finished member holds (no-op steps) until both end
         busy, done = 0.0, 0
-        while done < args.vec_steps:
+        while done < args.vec_steps * n:
             actions = [rng.choice(a) for a in infos["admissible_actions"]]
             t0 = time.perf_counter()
             _, _, term, trunc, infos = venv.step(actions)
             busy += time.perf_counter() - t0
-            done += n
-            if any(term) or any(trunc):
-                _, infos = venv.reset(seed=[rng.randint(0, 99) for _ in range(n)])
-        rate = done / busy
-        print(f"make_vec mode={mode} num_envs={n}: {rate:.0f} steps/s")
+            done += int(live.sum())  # only real env steps count
+            live &= ~(term | trunc)
+            if not live.any():
+                episode += 1
+                _, infos = venv.reset(seed=[seeds[episode]] * n)
+                live[:] = True
+        rates[mode] = done / busy
+        print(f"make_vec mode={mode} num_envs={n}: {rates[mode]:.0f} steps/s")
         venv.close()
+    print(f"async 2 workers / one process: {rates['async'] / rates['sync']:.2f}x")
 
 
 if __name__ == "__main__":

@@ -144,7 +144,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
         f"agent: {args.agent}, {args.episodes} episodes per env, "
         f"split: {args.split or 'each env default'}"
     )
-    header = f"{'env':24} {'data':28} {'success':>16} {'score':>7} {'length':>7}"
+    header = f"{'env':24} {'data':28} {'success [95% CI]':>21} {'score':>7} {'length':>7}"
     print(header + "\n" + "-" * len(header))
     for env_id in ids:
         kwargs = {"split": args.split} if args.split else {}
@@ -168,14 +168,29 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
             lengths.append(steps)
         env.close()
         n = len(wins)
-        p = sum(wins) / n
-        half = 1.96 * math.sqrt(max(p * (1 - p), 1e-12) / n)
+        lo, hi = wilson_interval(sum(wins), n)
         print(
-            f"{env_id.split('/')[-1]:24} {source:28} {100 * p:6.1f}% ± {100 * half:5.1f} "
-            f"{sum(scores) / n:7.3f} {sum(lengths) / n:7.1f}"
+            f"{env_id.split('/')[-1]:24} {source:28} {100 * sum(wins) / n:6.1f}% "
+            f"[{100 * lo:5.1f}-{100 * hi:5.1f}] {sum(scores) / n:7.3f} {sum(lengths) / n:7.1f}"
         )
-    print("\n± is a 95% normal-approximation interval over episodes.")
+    print("\n[lo-hi] is the 95% Wilson interval of the success rate over episodes.")
     return 0
+
+
+def wilson_interval(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
+    """95% Wilson score interval of a success rate (sensible at 0% and 100%, unlike p ± 1.96 se).
+
+    Example:
+        >>> lo, hi = wilson_interval(5, 5)
+        >>> round(lo, 3), hi
+        (0.566, 1.0)
+    """
+    if n == 0:
+        return 0.0, 1.0
+    p = wins / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

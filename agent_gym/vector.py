@@ -193,15 +193,23 @@ def make_vec(
         raise ValueError(f"unknown mode {mode!r}; use one of {MODES}")
     factory = EnvFactory(env_id, wrappers, env_kwargs)
     kwargs = dict(vector_kwargs or {})
+    venv: VectorEnv
     if mode == "ray":
         from agent_gym.ray_vector import RayVectorEnv
 
-        return RayVectorEnv([factory] * num_envs, **kwargs)
-    if mode == "sync":
+        venv = RayVectorEnv([factory] * num_envs, **kwargs)
+    elif mode == "sync":
         fns = [_IndexedEnvFactory(factory, i) for i in range(num_envs)]
-        return _SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
-    kwargs.setdefault("shared_memory", False)
-    return _AsyncVectorEnv([factory] * num_envs, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
+        venv = _SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
+    else:
+        kwargs.setdefault("shared_memory", False)
+        venv = _AsyncVectorEnv(
+            [factory] * num_envs, autoreset_mode=AutoresetMode.DISABLED, **kwargs
+        )
+    # Every sub-env is wrapped in HoldFinished: callers may step the whole batch until all
+    # episodes end, with no reset of the finished ones (see algos.env_slots).
+    venv.holds_finished = True
+    return venv
 
 
 class _NameErrors(gym.Wrapper):

@@ -6,9 +6,10 @@ that has ended. :class:`EnvSlots` hides the difference:
 
 * a plain list of envs, or a ``SyncVectorEnv`` (its ``envs`` are in this process): only the
   running envs are stepped;
-* any other vector env (``AsyncVectorEnv``, a Ray vector env): finished envs are reset with
-  ``options={"reset_mask": ...}`` and given a placeholder action whose results are dropped,
-  so the vector call stays valid. That costs an extra reset per finished env, nothing else.
+* a vector env from ``agent_gym.make_vec`` (``holds_finished``: its sub-envs ignore steps
+  after their episode ends): finished envs get a placeholder action whose result is dropped;
+* any other vector env: finished envs are first reset with ``options={"reset_mask": ...}``
+  so the vector call stays valid, an extra reset per finished env.
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ class EnvSlots:
         else:
             self._envs, self._vec = None, envs
         self.num_envs = len(self._envs) if self._envs is not None else int(envs.num_envs)
+        self._holds_finished = bool(getattr(envs, "holds_finished", False))
         self._seeds: list[int | None] = [None] * self.num_envs
         self._done = np.zeros(self.num_envs, dtype=bool)
 
@@ -80,7 +82,7 @@ class EnvSlots:
     def _step_vector(self, actions: dict[int, str]) -> dict[int, StepResult]:
         idle = np.array([i not in actions for i in range(self.num_envs)])
         needs_reset = idle & self._done
-        if needs_reset.any():
+        if needs_reset.any() and not self._holds_finished:
             seeds = [s if needs_reset[i] else None for i, s in enumerate(self._seeds)]
             self._vec.reset(seed=seeds, options={"reset_mask": needs_reset})
             self._done[needs_reset] = False

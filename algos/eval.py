@@ -43,6 +43,8 @@ def summarize(episodes: list[Episode]) -> dict[str, Any]:
         }
 
     out = block(episodes)
+    # Where the tasks came from: "generated:*" data is agent-gym's, not the official benchmark.
+    out["data_sources"] = sorted({e.data_source for e in episodes if e.data_source})
     by_type: dict[str, list[Episode]] = defaultdict(list)
     for e in episodes:
         if e.task_type:
@@ -54,6 +56,7 @@ def summarize(episodes: list[Episode]) -> dict[str, Any]:
         f"{out['success_ci95'][1]:.1%}), score {out['score_mean']:.3f} "
         f"(95% CI {out['score_ci95'][0]:.3f}-{out['score_ci95'][1]:.3f}), "
         f"return {out['return_mean']:.2f}, length {out['episode_length']:.1f}, n={out['episodes']}"
+        f", data {', '.join(out['data_sources']) or 'unknown'}"
     )
     return out
 
@@ -127,6 +130,7 @@ def expert_evaluate(cfg: Config, episodes: int) -> dict[str, Any]:
                 seed=seed,
                 task=str(info.get("task", "")),
                 task_type=str(info.get("task_type", "")),
+                data_source=str(info.get("data_source", "")),
             )
             while True:
                 _, rew, term, trunc, info = env.step(env.unwrapped.expert_action())

@@ -41,6 +41,7 @@ class Episode:
     task: str = ""
     task_id: str = ""
     task_type: str = ""
+    data_source: str = ""
     ret: float = 0.0
     won: bool = False
     score: float = 0.0
@@ -203,6 +204,7 @@ def rollout(
             task=_info_str(infos[i], "task"),
             task_id=_info_str(infos[i], "task_id"),
             task_type=_info_str(infos[i], "task_type"),
+            data_source=_info_str(infos[i], "data_source"),
         )
         for i in range(n)
     ]

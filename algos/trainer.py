@@ -290,6 +290,7 @@ def _episode_json(ep: Any) -> dict[str, Any]:
         "task",
         "task_id",
         "task_type",
+        "data_source",
         "ret",
         "won",
         "score",

@@ -20,9 +20,10 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
+from agent_gym.datafiles import iter_jsonl
 from agent_gym.paths import atomic_write_text, cache_dir, params_key
 
-from .corpus import generate
+from .corpus import DATA_SOURCE, generate
 from .loader import LoadReport, load_corpus
 from .records import SPLITS, Corpus, Paper, Query
 from .search import SearchIndex
@@ -64,30 +65,23 @@ def _write_jsonl(path: Path, rows) -> None:
 
 
 def _read_generated(folder: Path) -> Corpus:
-    papers = []
-    with (folder / "papers.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            r = json.loads(line)
-            papers.append(
-                Paper(
-                    r["paper_id"],
-                    r["title"],
-                    r["abstract"],
-                    r["year"],
-                    tuple(r["references"]),
-                    tuple(r["citations"]),
-                    r["facets"],
-                )
-            )
+    papers = [
+        Paper(
+            r["paper_id"],
+            r["title"],
+            r["abstract"],
+            r["year"],
+            tuple(r["references"]),
+            tuple(r["citations"]),
+            r["facets"],
+        )
+        for _, r in iter_jsonl(folder / "papers.jsonl")
+    ]
     queries: dict[str, list[Query]] = {s: [] for s in SPLITS}
-    with (folder / "queries.jsonl").open(encoding="utf-8") as fh:
-        for line in fh:
-            r = json.loads(line)
-            queries[r["split"]].append(
-                Query(r["id"], r["query"], frozenset(r["answer_ids"]), r["split"], r["facets"])
-            )
-    from .corpus import DATA_SOURCE
-
+    for _, r in iter_jsonl(folder / "queries.jsonl"):
+        queries[r["split"]].append(
+            Query(r["id"], r["query"], frozenset(r["answer_ids"]), r["split"], r["facets"])
+        )
     return Corpus(papers=papers, queries=queries, data_source=DATA_SOURCE)
 
 

@@ -2,7 +2,7 @@
 
 Everything here is generated (``data_source = "generated:paper-corpus"``); paper ids start
 with ``syn:`` so they are never mistaken for arXiv ids. The design follows
-``notes/offline-data.md`` section 4:
+PaperScout's setting (docs/datasets.md, Paper Search):
 
 * each paper gets facets (field, task, dataset, method, year), drawn with Zipf-like
   popularity so some combinations are crowded and others rare;

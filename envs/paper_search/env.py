@@ -5,8 +5,10 @@ follows citations (``expand[paper_id]``: the paper's references and up to 30 cit
 five calls per step, one per line. Papers it finds join a pool, scored for relevance by a
 selector; the observation is rebuilt every step from the user query, the action history and
 the pool. Each call is rewarded with the relevance of the papers it newly found, minus its
-cost (PaperScout, arXiv 2601.10029; Agent-R1 ``recipes/paper_search``). The episode ends on
-``finish[]``, on a step without any valid call (as upstream), or at the step limit.
+cost; by default a step's calls are charged as Agent-R1's ``recipes/paper_search`` charges
+its concurrent calls (``accounting="agent_r1"``; ``"paperscout"`` is the earlier
+PaperScout-style accounting, see :mod:`.accounting`). The episode ends on ``finish[]``, on a
+step without any valid call (as upstream), or at the step limit.
 
 >>> import gymnasium as gym, agent_gym
 >>> env = gym.make("AgentR1/PaperSearch-v0")
@@ -20,7 +22,6 @@ cost (PaperScout, arXiv 2601.10029; Agent-R1 ``recipes/paper_search``). The epis
 
 from __future__ import annotations
 
-import math
 import os
 import time
 import warnings
@@ -31,24 +32,23 @@ from gymnasium.error import ResetNeeded
 
 from agent_gym.core import TextEnv, ToolSpec
 
-from .actions import Call, parse_action
+from .accounting import ACCOUNTINGS
+from .actions import parse_action
 from .cache import build_generated, build_jsonl, generated_folder, get_corpus
 from .corpus import DATA_SOURCE
+from .episode import Episode
 from .loader import LoadReport
-from .oracle import normalise_query, plan_calls
-from .pool import PaperPool, render_paper_list
+from .oracle import plan_calls
+from .pool import render_paper_list
 from .prompts import PROMPTS
 from .records import SPLITS, Corpus, Query
-from .reward import (
-    EXPAND_COST,
-    MIN_SCORE,
-    REPEAT_PENALTY,
-    SEARCH_COST,
-    call_reward,
-    precision_recall_f1,
-)
+from .reward import precision_recall_f1
 from .search import SearchIndex
 from .selector import Selector, make_selector
+from .text import fit, scrub, scrub_all
+
+#: Characters of the user query shown (real queries are a sentence or two).
+MAX_QUERY_CHARS = 4000
 
 SEARCH_TOOL = ToolSpec(
     name="search",
@@ -96,10 +96,15 @@ class PaperSearchEnv(TextEnv):
             ``score(query, papers)``.
         discrete_reward: Count new papers scoring >= 0.4 (top 3) instead of summing scores.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+        accounting: How a step's calls are charged: ``"agent_r1"`` (Agent-R1's recipe, the
+            default) or ``"paperscout"`` (the earlier PaperScout-style rules); see
+            :mod:`.accounting` and docs/datasets.md for the differences.
         search_top_k: Results per search (upstream: 10).
         citations_limit: Citations per expand (upstream: 30; -1 for all).
-        search_cost: Cost of a search (PaperScout: 0.1).
-        expand_cost: Cost of an expand (PaperScout: 0.05).
+        search_cost: Cost of a search; None takes the accounting's (agent_r1: 0,
+            paperscout: 0.1).
+        expand_cost: Cost of an expand; None takes the accounting's (agent_r1: 0,
+            paperscout: 0.05).
         select_threshold: Pool papers scoring at least this are the episode's answer set for
             precision, recall and F1.
         abstract_words: Abstracts in the paper list are cut to this many words
@@ -130,10 +135,11 @@ class PaperSearchEnv(TextEnv):
         discrete_reward: bool = False,
         render_mode: str | None = None,
         *,
+        accounting: str = "agent_r1",
         search_top_k: int = 10,
         citations_limit: int = 30,
-        search_cost: float = SEARCH_COST,
-        expand_cost: float = EXPAND_COST,
+        search_cost: float | None = None,
+        expand_cost: float | None = None,
         select_threshold: float = 0.5,
         abstract_words: int = 60,
         end_on_invalid: bool = True,
@@ -152,11 +158,18 @@ class PaperSearchEnv(TextEnv):
             )
         if search_top_k < 1:
             raise ValueError(f"search_top_k={search_top_k} must be at least 1")
+        if accounting not in ACCOUNTINGS:
+            raise ValueError(
+                f"accounting={accounting!r} is not an accounting; use one of {list(ACCOUNTINGS)}"
+            )
         self.data, self.queries, self.split = data, queries, split
         self.selector = make_selector(selector)
         self.discrete_reward = bool(discrete_reward)
+        self.accounting = ACCOUNTINGS[accounting]
         self.search_top_k, self.citations_limit = search_top_k, citations_limit
-        self.search_cost, self.expand_cost = float(search_cost), float(expand_cost)
+        rules = self.accounting
+        self.search_cost = float(rules.search_cost if search_cost is None else search_cost)
+        self.expand_cost = float(rules.expand_cost if expand_cost is None else expand_cost)
         self.select_threshold, self.abstract_words = float(select_threshold), abstract_words
         self.end_on_invalid = end_on_invalid
         self._gen = {"n_papers": n_papers, "n_queries": n_queries, "seed": corpus_seed}
@@ -166,10 +179,7 @@ class PaperSearchEnv(TextEnv):
         self._by_id: dict[str, Query] = {}
         self._query: Query | None = None
         self._done = False
-        self._pool = PaperPool()
-        self._history: list[str] = []  # "[Search] q" / "[Expand] id" lines
-        self._searched: set[str] = set()  # normalised queries, for the repeat penalty
-        self._scores: dict[str, float] = {}  # selector scores this episode, by paper id
+        self._episode: Episode | None = None
 
     # ----------------------------------------------------------------- data
     def _load(self) -> None:
@@ -227,10 +237,18 @@ class PaperSearchEnv(TextEnv):
             self._query = self._by_id[task_id]
         else:
             self._query = queries[int(self.np_random.integers(len(queries)))]
-        self._pool = PaperPool()
-        self._history = []
-        self._searched = set()
-        self._scores = {}
+        self._episode = Episode(
+            self._query,
+            self._corpus,
+            self._index,
+            self.selector,
+            self.accounting,
+            search_cost=self.search_cost,
+            expand_cost=self.expand_cost,
+            search_top_k=self.search_top_k,
+            citations_limit=self.citations_limit,
+            discrete=self.discrete_reward,
+        )
         self._done = False
         obs = self._state_text()
         self._last_obs = obs
@@ -243,21 +261,28 @@ class PaperSearchEnv(TextEnv):
             raise ResetNeeded("call reset() before step()")
         if self._done:
             state = self._state_text()
-            obs = state + "\n\n### Last Step\nThe episode is over; call reset()."
+            obs = self._fit(state + "\n\n### Last Step\nThe episode is over; call reset().")
             self._last_obs = obs
             return obs, 0.0, True, False, self._info(state, valid=False, calls=[], skipped=0)
-        parsed = parse_action(action, self.max_parallel_calls)
-        reward, calls, feedback = 0.0, [], []
-        for call in parsed.calls:
-            r, new, note = self._run(call)
-            reward += r
-            calls.append({"call": str(call), "reward": r, "new_papers": new, "note": note})
-            feedback.append(f"{call}: {note} (reward {r:+.2f})")
+        parsed = parse_action(
+            action,
+            self.max_parallel_calls,
+            limit_counts_malformed=self.accounting.limit_counts_malformed,
+        )
+        results = self._episode.run_step(parsed.calls)
+        reward = sum(r.reward for r in results)
+        calls = [
+            {"call": str(r.call), "reward": r.reward, "new_papers": r.new_papers, "note": r.note}
+            for r in results
+        ]
+        feedback = [f"{r.call}: {r.note} (reward {r.reward:+.2f})" for r in results]
         feedback += [f"skipped: {p}" for p in parsed.problems]
+        if parsed.skipped > len(parsed.problems):
+            feedback.append(f"skipped: {parsed.skipped - len(parsed.problems)} more lines")
         valid = bool(parsed.calls)
         terminated = any(c.tool == "finish" for c in parsed.calls)
         if not valid:
-            if not parsed.problems:
+            if not parsed.skipped:
                 feedback.append("The action is empty.")
             feedback.append(
                 "No valid tool call in this step, so the episode ends."
@@ -267,102 +292,54 @@ class PaperSearchEnv(TextEnv):
             terminated = self.end_on_invalid
         self._done = terminated
         state = self._state_text()
-        obs = state + "\n\n### Last Step\n" + "\n".join(feedback)
+        obs = self._fit(state + "\n\n### Last Step\n" + "\n".join(feedback))
         self._last_obs = obs
-        info = self._info(state, valid=valid, calls=calls, skipped=len(parsed.problems))
+        info = self._info(state, valid=valid, calls=calls, skipped=parsed.skipped)
         return obs, round(reward, 6), terminated, False, info
 
-    def _run(self, call: Call) -> tuple[float, int, str]:
-        """Apply one call; return its reward, the number of papers it added, and a note."""
-        if call.tool == "finish":
-            return 0.0, 0, "search finished"
-        if call.tool == "search":
-            key = normalise_query(call.arg)
-            if key in self._searched:
-                return REPEAT_PENALTY, 0, "repeated search"
-            self._searched.add(key)
-            self._history.append(f"[Search] {call.arg}")
-            found = [
-                self._corpus.papers[i].paper_id
-                for i in self._index.search(call.arg, self.search_top_k)
-            ]
-            added = self._add(found)
-            r = self._reward(added, self.search_cost)
-            return r, len(added), f"{len(found)} results, {len(added)} new papers added"
-        pid = call.arg
-        if pid not in self._pool:
-            return REPEAT_PENALTY, 0, "not in the paper list, cannot expand"
-        if self._pool.is_expanded(pid):
-            return REPEAT_PENALTY, 0, "already expanded"
-        self._pool.mark_expanded(pid)
-        self._history.append(f"[Expand] {pid}")
-        linked = self._corpus.neighbours(pid, self.citations_limit)
-        added = self._add(linked)
-        r = self._reward(added, self.expand_cost)
-        return r, len(added), f"{len(linked)} linked papers, {len(added)} new papers added"
-
-    def _add(self, ids: list[str]) -> list[float]:
-        """Score the papers not yet in the pool, add those scoring >= 0.01; their scores."""
-        new = [pid for pid in dict.fromkeys(ids) if pid not in self._pool]
-        unscored = [pid for pid in new if pid not in self._scores]
-        if unscored:
-            papers = [self._corpus.paper(pid) for pid in unscored]
-            scores = list(self.selector.score(self._query, papers))
-            if len(scores) != len(papers):
-                raise ValueError(
-                    f"selector {type(self.selector).__name__} returned {len(scores)} scores "
-                    f"for {len(papers)} papers; it must return one score per paper"
-                )
-            for pid, s in zip(unscored, scores):
-                s = float(s)
-                self._scores[pid] = min(1.0, max(0.0, s)) if math.isfinite(s) else 0.0
-        added = []
-        for pid in new:
-            s = self._scores[pid]
-            if s >= MIN_SCORE:  # upstream drops near-zero papers from the pool
-                self._pool.add(pid, s)
-                added.append(s)
-        return added
-
-    def _reward(self, scores: list[float], cost: float) -> float:
-        return call_reward(scores, cost=cost, discrete=self.discrete_reward)
-
     # ----------------------------------------------------------------- views
+    def _fit(self, text: str) -> str:
+        return fit(text, self.observation_space.max_length)
+
     def _state_text(self) -> str:
         """The observation of the current state: query, history actions and paper list."""
-        history = "\n".join(self._history) or "(none yet)"
-        papers = render_paper_list(self._pool.view(), self._corpus.paper, self.abstract_words)
-        return (
-            f"### User Query\n{self._query.text}\n\n### History Actions\n{history}\n\n"
+        ep = self._episode
+        query = self._query.text
+        if len(query) > MAX_QUERY_CHARS:
+            query = query[:MAX_QUERY_CHARS] + " ..."
+        papers = render_paper_list(ep.pool.view(), self._corpus.paper, self.abstract_words)
+        return self._fit(
+            f"### User Query\n{query}\n\n### History Actions\n{ep.history_text()}\n\n"
             f"### Paper List\n{papers}"
         )
 
     def _admissible(self) -> list[str]:
         if self._done:
             return []
-        expands = [f"expand[{e.paper_id}]" for e in self._pool.view() if not e.expanded]
+        pool = self._episode.pool
+        expands = [f"expand[{e.paper_id}]" for e in pool.view() if not e.expanded]
         return ["search[<query>]", *expands, "finish[]"]
 
     def _info(self, state: str, **step: Any) -> dict[str, Any]:
-        q = self._query
-        p, r, f = precision_recall_f1(self._pool.selected(self.select_threshold), q.gold)
+        q, pool = self._query, self._episode.pool
+        p, r, f = precision_recall_f1(pool.selected(self.select_threshold), q.gold)
         info = {
-            "task": q.text,
+            "task": scrub(q.text),
             "task_id": q.query_id,
             "anchor_obs": state,
             "admissible_actions": self._admissible(),
             "won": r >= 1.0,
             "score": float(r),
-            "data_source": self._corpus.data_source,
+            "data_source": scrub(self._corpus.data_source),
             "precision": p,
             "recall": r,
             "f1": f,
-            "pool_size": len(self._pool),
+            "pool_size": len(pool),
             "num_gold": len(q.gold),
         }
         if step:
             info["is_action_valid"] = step["valid"]
-            info["calls"] = step["calls"]
+            info["calls"] = scrub_all(step["calls"])
             info["skipped_lines"] = step["skipped"]
         return info
 
@@ -375,16 +352,18 @@ class PaperSearchEnv(TextEnv):
         """
         if self._query is None or self._done:
             return None
+        ep = self._episode
         calls = plan_calls(
             self._query,
-            set(self._pool.ids()),
-            {pid for pid in self._pool.ids() if self._pool.is_expanded(pid)},
-            self._searched,
+            set(ep.pool.ids()),
+            {pid for pid in ep.pool.ids() if ep.pool.is_expanded(pid)},
+            ep.searched,
             self._corpus,
             self._index,
             max_calls=self.max_parallel_calls,
             top_k=self.search_top_k,
-            citations_limit=self.citations_limit,
+            repeat_key=self.accounting.repeat_key,
+            linked=ep.linked,
         )
         return "\n".join(calls) if calls else "finish[]"
 

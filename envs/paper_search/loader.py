@@ -20,16 +20,19 @@ or PaSa's (AutoScholarQuery / RealScholarQuery)::
     {"qid": "...", "question": "...", "answer": ["title", ...],
      "answer_arxiv_id": ["1706.03762", ...], "source_meta": {...}}
 
-Answer ids are matched exactly, then without an arXiv version suffix (``v2``); answer titles
-by normalised title (lower case, alphanumerics only). Answers missing from the corpus are
-dropped; a query none of whose answers is in the corpus is skipped (both are counted in
-:class:`LoadReport`). Malformed input raises :class:`DataFormatError` naming file, line and
-field.
+Every id that is an arXiv id is normalised with :func:`normalise_paper_id` (an ``arXiv:``
+prefix and a version suffix such as ``v5`` go), wherever it appears: ``paper_id``,
+``references``, ``citations`` and answer ids. ``1706.03762v5`` in the papers file and
+``1706.03762`` in a reference (or the other way round) are thus the same paper, and the citation
+edge is kept. Other ids (``syn:...``, Semantic Scholar hashes) are only stripped of outer space.
+Answer titles are matched by normalised title (lower case, alphanumerics only). Answers missing
+from the corpus are dropped; a query none of whose answers is in the corpus is skipped (both
+are counted in :class:`LoadReport`). Malformed input, including a file that is not UTF-8,
+raises :class:`DataFormatError` naming file, line and field.
 """
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from collections import defaultdict
@@ -37,14 +40,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_gym.datafiles import DataFileError, iter_jsonl
+
 from .records import SPLITS, Corpus, Paper, Query
 
-_VERSION = re.compile(r"v\d+$")
+# New-style (``1706.03762``, since 2007) and old-style (``hep-th/9901001``, ``math.GT/0309136``)
+# arXiv identifiers, with an optional ``arXiv:`` prefix and version suffix.
+_ARXIV = re.compile(r"(?i:arxiv:)?(\d{4}\.\d{4,5}|[a-z][a-z-]*(?:\.[A-Z]{2})?/\d{7})(?:v\d+)?")
 _NON_ALNUM = re.compile(r"[^a-z0-9]+")
 
 
-class DataFormatError(ValueError):
-    """A data file that does not follow the documented format."""
+class DataFormatError(DataFileError):
+    """A data file that does not follow the documented format (or is not UTF-8 JSONL)."""
 
 
 @dataclass
@@ -72,27 +79,21 @@ def normalise_title(title: str) -> str:
     return _NON_ALNUM.sub(" ", title.lower()).strip()
 
 
-def _records(path: Path):
-    """Yield ``(line_number, object)`` for each non-blank line of a JSONL file."""
-    try:
-        fh = path.open(encoding="utf-8")
-    except OSError as exc:
-        raise DataFormatError(f"cannot open {path}: {exc.strerror or exc}") from exc
-    with fh:
-        for lineno, line in enumerate(fh, 1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError as exc:
-                raise DataFormatError(
-                    f"{path}: line {lineno}: not valid JSON ({exc.msg})"
-                ) from None
-            if not isinstance(obj, dict):
-                raise DataFormatError(
-                    f"{path}: line {lineno}: expected a JSON object, got {type(obj).__name__}"
-                )
-            yield lineno, obj
+def normalise_paper_id(paper_id: str) -> str:
+    """The form in which paper ids are stored and compared.
+
+    arXiv ids lose an ``arXiv:`` prefix and their version suffix; any other id is only
+    stripped of outer space.
+
+    Example:
+        >>> normalise_paper_id(" 1706.03762v5 "), normalise_paper_id("arXiv:hep-th/9901001v2")
+        ('1706.03762', 'hep-th/9901001')
+        >>> normalise_paper_id("syn:2103.00042"), normalise_paper_id("a1b2c3v2")
+        ('syn:2103.00042', 'a1b2c3v2')
+    """
+    pid = paper_id.strip()
+    m = _ARXIV.fullmatch(pid)
+    return pid if m is None else m.group(1)
 
 
 def _field(obj: dict, names: tuple[str, ...], where: str, kind: type | tuple, required: bool):
@@ -120,6 +121,10 @@ def _field(obj: dict, names: tuple[str, ...], where: str, kind: type | tuple, re
     return None
 
 
+def _ids(ids: list[str] | None) -> list[str] | None:
+    return None if ids is None else [normalise_paper_id(x) for x in ids]
+
+
 def load_papers(path: str | os.PathLike[str], report: LoadReport | None = None) -> list[Paper]:
     """Read a papers JSONL file (format in the module docstring).
 
@@ -130,14 +135,16 @@ def load_papers(path: str | os.PathLike[str], report: LoadReport | None = None) 
     report = report if report is not None else LoadReport()
     raw: list[dict[str, Any]] = []
     seen: dict[str, int] = {}
-    for lineno, obj in _records(path):
+    for lineno, obj in iter_jsonl(path, error=DataFormatError):
         where = f"{path}: line {lineno}"
-        pid = _field(obj, ("paper_id", "arxiv_id", "id"), where, str, True).strip()
+        written = _field(obj, ("paper_id", "arxiv_id", "id"), where, str, True)
+        pid = normalise_paper_id(written)
         if not pid:
             raise DataFormatError(f"{where}: field 'paper_id' is empty")
         if pid in seen:
+            same = "" if pid == written.strip() else f" ({written.strip()!r} without its version)"
             raise DataFormatError(
-                f"{where}: duplicate paper_id {pid!r} (first on line {seen[pid]})"
+                f"{where}: duplicate paper_id {pid!r}{same} (first on line {seen[pid]})"
             )
         seen[pid] = lineno
         raw.append(
@@ -146,8 +153,8 @@ def load_papers(path: str | os.PathLike[str], report: LoadReport | None = None) 
                 "title": _field(obj, ("title",), where, str, True),
                 "abstract": _field(obj, ("abstract",), where, str, False) or "",
                 "year": _field(obj, ("year",), where, int, False),
-                "references": _field(obj, ("references",), where, list, False) or [],
-                "citations": _field(obj, ("citations",), where, list, False),
+                "references": _ids(_field(obj, ("references",), where, list, False) or []),
+                "citations": _ids(_field(obj, ("citations",), where, list, False)),
             }
         )
     if not raw:
@@ -165,7 +172,7 @@ def load_papers(path: str | os.PathLike[str], report: LoadReport | None = None) 
         if r["citations"] is None:
             cites = sorted(cited_by[r["paper_id"]], key=lambda x: (year[x], x), reverse=True)
         else:
-            cites = [x for x in dict.fromkeys(r["citations"]) if x in seen]
+            cites = [x for x in dict.fromkeys(r["citations"]) if x in seen and x != r["paper_id"]]
         papers.append(
             Paper(
                 r["paper_id"],
@@ -203,13 +210,13 @@ def load_queries(
     """
     path = Path(path)
     report = report if report is not None else LoadReport()
-    ids = {p.paper_id for p in papers}
-    unversioned = {_VERSION.sub("", p.paper_id): p.paper_id for p in papers}
+    # Papers from load_papers already have normalised ids; others are matched the same way.
+    ids = {normalise_paper_id(p.paper_id): p.paper_id for p in papers}
     by_title: dict[str, str] = {}
     for p in papers:
         by_title.setdefault(normalise_title(p.title), p.paper_id)
     out: dict[str, list[Query]] = {s: [] for s in SPLITS}
-    for lineno, obj in _records(path):
+    for lineno, obj in iter_jsonl(path, error=DataFormatError):
         where = f"{path}: line {lineno}"
         text = _field(obj, ("query", "question"), where, str, True)
         if not text.strip():
@@ -233,8 +240,7 @@ def load_queries(
             pid = (answer_ids or [])[i] if i < len(answer_ids or []) else None
             found = None
             if pid is not None:
-                pid = pid.strip()
-                found = pid if pid in ids else unversioned.get(_VERSION.sub("", pid))
+                found = ids.get(normalise_paper_id(pid))
             if found is None and titles is not None and i < len(titles):
                 found = by_title.get(normalise_title(titles[i]))
             if found is None:

@@ -9,14 +9,12 @@ cheaper tool. It is for tests and as an upper-bound baseline, not a model of a r
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
+from .accounting import normalise_query
 from .actions import MAX_ARG_CHARS
 from .records import Corpus, Query
 from .search import SearchIndex
-
-
-def normalise_query(text: str) -> str:
-    """How searches are compared for the repeated-search penalty: case and spacing ignored."""
-    return " ".join(text.lower().split())
 
 
 def plan_calls(
@@ -29,7 +27,8 @@ def plan_calls(
     *,
     max_calls: int = 5,
     top_k: int = 10,
-    citations_limit: int = 30,
+    repeat_key: Callable[[str], str] = normalise_query,
+    linked: Callable[[str], list[str]] | None = None,
 ) -> list[str]:
     """The oracle's calls for the next step.
 
@@ -37,12 +36,13 @@ def plan_calls(
         query: The task.
         pool_ids: Ids in the pool now.
         expanded: Ids already expanded.
-        searched: Normalised queries already searched (see :func:`normalise_query`).
+        searched: Repeat keys of the queries already searched.
         corpus: The corpus (for the citation graph and titles).
         index: The search index (to check what a search would return).
         max_calls: Calls per step.
         top_k: Results per search.
-        citations_limit: Citations per expand.
+        repeat_key: How the env compares searches (the accounting's ``repeat_key``).
+        linked: What ``expand[id]`` adds; default: the references and 30 citations.
 
     Returns:
         Call strings; empty when every gold paper is in the pool or nothing can find more.
@@ -50,9 +50,10 @@ def plan_calls(
     missing = set(query.gold) - pool_ids
     if not missing:
         return []
+    linked = linked or (lambda pid: corpus.neighbours(pid))
     candidates: list[tuple[str, set[str], int]] = []  # (call, gold it adds, tie-break rank)
     for pid in sorted(pool_ids - expanded):
-        gain = set(corpus.neighbours(pid, citations_limit)) & missing
+        gain = set(linked(pid)) & missing
         if gain:
             candidates.append((f"expand[{pid}]", gain, 0))
 
@@ -68,7 +69,7 @@ def plan_calls(
         texts.append(f"{paper.title} {paper.abstract}"[:MAX_ARG_CHARS])
     for text in texts:
         text = " ".join(text.split())  # one call per line: no line breaks inside
-        key = normalise_query(text)
+        key = repeat_key(text)
         if key in seen or not key:
             continue
         seen.add(key)

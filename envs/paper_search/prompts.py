@@ -22,8 +22,9 @@ SYSTEM = (
     "query. Your tools: search(query) returns the 10 papers whose title and abstract "
     "best match a keyword query, and expand(paper_id) adds a paper's references and the "
     "papers citing it, and finish() ends the search. New papers join your paper list with a relevance score between 0 and "
-    "1. Each step you may make up to 5 tool calls. Searches cost 0.1 and expansions "
-    "0.05; repeating a search or expanding an unknown or already expanded paper costs 0.5."
+    "1. Each step you may make up to 5 tool calls. Repeating a search, or expanding a "
+    "paper that is not in your list or was already expanded, costs 0.5; the calls of a "
+    "step run together, so a paper found in this step can be expanded from the next one."
     "{% if action_format == 'tool_call' %} Think inside <analysis></analysis>, then call the "
     'tools with <tool_call>{"name": ..., "arguments": {...}}</tool_call> blocks, one per '
     "call. Call finish when the list is complete."

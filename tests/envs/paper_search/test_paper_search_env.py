@@ -6,6 +6,9 @@ P2 BERT, P3 Graph Attention Networks, P4 Sparse Transformers, P5 a CNN paper. Qu
 gives gold papers 1.0 and others 0.3 x the share of the query's 5 terms (efficient,
 transformer, attention, long, sequence) in title and abstract: P1 has transformer and
 attention, so 0.3 * 2/5 = 0.12; P3 has attention only, 0.06.
+
+The reward cases here use ``accounting="paperscout"`` (costs 0.1/0.05, sequential calls);
+test_paper_search_accounting.py sets the same actions against the default, Agent-R1's.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ def make(**kw) -> PaperSearchEnv:
 
 
 def test_search_rewards_top3_new_scores_minus_cost() -> None:
-    env = make()
+    env = make(accounting="paperscout")
     obs, reward, term, trunc, info = env.step("search[sparse transformers]")
     # Results: P1, P2, P4 (P3 and P5 contain neither term). New scores 1.0, 1.0, 0.12.
     assert reward == pytest.approx(1.0 + 1.0 + 0.12 - 0.1)
@@ -52,13 +55,15 @@ def test_search_rewards_top3_new_scores_minus_cost() -> None:
 
 
 def test_discrete_reward_counts_top3_at_least_0_4() -> None:
-    env = make(discrete_reward=True)
+    env = make(discrete_reward=True, accounting="paperscout")
     _, reward, *_ = env.step("search[sparse transformers]")
     assert reward == pytest.approx(2 - 0.1)
+    _, reward, *_ = make(discrete_reward=True).step("search[sparse transformers]")
+    assert reward == 2.0  # Agent-R1: no search cost
 
 
 def test_penalties_and_expand() -> None:
-    env = make()
+    env = make(accounting="paperscout")
     _, r, *_, info = env.step(f"expand[{P1}]")  # not in the pool yet
     assert r == -0.5 and info["pool_size"] == 0 and info["is_action_valid"]
     env.step("search[sparse transformers]")
@@ -96,7 +101,7 @@ def test_invalid_action_can_be_a_no_op_instead() -> None:
 
 
 def test_mixed_lines_run_the_valid_calls() -> None:
-    env = make()
+    env = make(accounting="paperscout")
     _, r, term, _, info = env.step("hello\nsearch[sparse transformers]\n" + "search[x]\n" * 6)
     assert info["is_action_valid"] and not term
     assert len(info["calls"]) == 5 and info["skipped_lines"] == 1 + 2

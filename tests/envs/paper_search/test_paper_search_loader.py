@@ -110,7 +110,7 @@ def test_malformed_queries_name_file_line_and_field(tmp_path, record, message) -
 
 
 def test_missing_file_and_no_resolvable_query(tmp_path) -> None:
-    with pytest.raises(DataFormatError, match="cannot open"):
+    with pytest.raises(DataFormatError, match="absent.jsonl: no such file"):
         load_papers(tmp_path / "absent.jsonl")
     queries = tmp_path / "q.jsonl"
     queries.write_text(json.dumps({"query": "q", "answer_ids": ["zzz"]}) + "\n")
@@ -126,3 +126,68 @@ def test_env_warns_about_dropped_answers(tmp_path, monkeypatch) -> None:
     env = PaperSearchEnv(data=FIX / "papers.jsonl", queries=FIX / "queries.jsonl")
     with pytest.warns(UserWarning, match="1 query answers are not in the papers file"):
         env.reset(seed=0)
+
+
+def _jsonl(path: Path, rows: list[dict]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    return path
+
+
+def test_versioned_and_unversioned_arxiv_ids_are_one_paper(tmp_path) -> None:
+    # The papers file has versions on some ids, the references name them without (and the
+    # other way round); PaSa answers carry versions too. No edge and no answer may be lost.
+    papers = _jsonl(
+        tmp_path / "papers.jsonl",
+        [
+            {"paper_id": "1706.03762v5", "title": "Attention Is All You Need"},
+            {"paper_id": "1810.04805", "title": "BERT", "references": ["1706.03762"]},
+            {"paper_id": "arXiv:2005.14165v4", "title": "GPT-3", "references": ["1810.04805v2"]},
+            {"paper_id": "hep-th/9901001v1", "title": "Old style", "citations": ["2005.14165"]},
+        ],
+    )
+    report = LoadReport()
+    by_id = {p.paper_id: p for p in load_papers(papers, report)}
+    assert sorted(by_id) == ["1706.03762", "1810.04805", "2005.14165", "hep-th/9901001"]
+    assert report.dangling_references == 0
+    assert by_id["1810.04805"].references == ("1706.03762",)
+    assert by_id["2005.14165"].references == ("1810.04805",)
+    assert by_id["1706.03762"].citations == ("1810.04805",)
+    assert by_id["hep-th/9901001"].citations == ("2005.14165",)
+    queries = _jsonl(
+        tmp_path / "q.jsonl",
+        [{"query": "q", "answer_arxiv_id": ["1706.03762v1", "arXiv:1810.04805", "hep-th/9901001"]}],
+    )
+    (q,) = load_queries(queries, list(by_id.values()), default_split="test")["test"]
+    assert q.gold == frozenset({"1706.03762", "1810.04805", "hep-th/9901001"})
+
+
+def test_two_versions_of_one_paper_are_a_duplicate(tmp_path) -> None:
+    path = _jsonl(
+        tmp_path / "papers.jsonl",
+        [{"paper_id": "1706.03762v1", "title": "A"}, {"paper_id": "1706.03762v5", "title": "A"}],
+    )
+    with pytest.raises(DataFormatError, match=r"line 2: duplicate paper_id '1706.03762' \("):
+        load_papers(path)
+
+
+def test_normalise_paper_id_leaves_other_ids_alone() -> None:
+    from agent_gym.envs.paper_search.loader import normalise_paper_id
+
+    assert normalise_paper_id("math.GT/0309136v2") == "math.GT/0309136"
+    assert normalise_paper_id("1501.00001v12") == "1501.00001"
+    for other in ("syn:2103.00042", "649def34f8be52c8b66281af98ae884c09aef38b", "paper-v2", "v2"):
+        assert normalise_paper_id(other) == other
+
+
+@pytest.mark.parametrize("which", ["papers", "queries"])
+def test_non_utf8_files_name_file_and_line(tmp_path, which) -> None:
+    papers = tmp_path / "papers.jsonl"
+    queries = tmp_path / "queries.jsonl"
+    papers.write_bytes(b'{"paper_id": "a", "title": "T"}\n')
+    queries.write_bytes(b'{"query": "q", "answer_ids": ["a"]}\n')
+    bad = papers if which == "papers" else queries
+    bad.write_bytes(
+        bad.read_bytes() + '{"paper_id": "b", "title": "Caf\u00e9"}\n'.encode("latin-1")
+    )
+    with pytest.raises(DataFormatError, match=rf"{bad.name}: line 2: not UTF-8 text \(byte 0xe9"):
+        load_corpus(papers, queries)

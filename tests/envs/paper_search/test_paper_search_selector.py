@@ -117,8 +117,8 @@ def test_env_with_llm_selector_end_to_end(server) -> None:
     env = PaperSearchEnv(data=FIX / "papers.jsonl", queries=FIX / "queries.jsonl", selector=spec)
     env.reset(options={"task_id": "q1"})
     _, reward, _, _, info = env.step("search[sparse transformers]")
-    # New papers P4 (Sparse..., 0.8), P1 and P2 (0.1 each): 0.8 + 0.1 + 0.1 - 0.1.
-    assert reward == pytest.approx(0.9)
+    # New papers P4 (Sparse..., 0.8), P1 and P2 (0.1 each): 0.8 + 0.1 + 0.1 (search cost 0).
+    assert reward == pytest.approx(1.0)
     assert "(0.80) [NEW] Sparse Transformers" in info["anchor_obs"]
     # Only P4 scores >= 0.5; the gold set is {P2, P4}.
     assert (info["precision"], info["recall"]) == (1.0, 0.5)
@@ -150,10 +150,10 @@ def test_custom_selector_object_and_wrong_score_count() -> None:
         env.reset(options={"task_id": "q1"})
         return env
 
-    # Scores are clipped to [0, 1]; NaN counts as 0 (dropped).
+    # Scores are clipped to [0, 1]; NaN counts as 0 (dropped, so the search earns 0).
     _, reward, *_ = env_with(Constant(7.0)).step("search[sparse transformers]")
-    assert reward == pytest.approx(3 * 1.0 - 0.1)
+    assert reward == pytest.approx(3 * 1.0)
     _, reward, *_, info = env_with(Constant(float("nan"))).step("search[sparse transformers]")
-    assert reward == pytest.approx(-0.1) and info["pool_size"] == 0
+    assert reward == 0.0 and info["pool_size"] == 0 and info["calls"][0]["new_papers"] == 0
     with pytest.raises(ValueError, match="returned 0 scores for 3 papers"):
         env_with(Constant(1.0, short=True)).step("search[sparse transformers]")

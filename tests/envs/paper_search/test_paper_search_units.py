@@ -11,18 +11,22 @@ from agent_gym.envs.paper_search.reward import call_reward, precision_recall_f1
 
 
 @pytest.mark.parametrize(
-    ("scores", "cost", "discrete", "expected"),
+    ("scores", "cost", "discrete", "charge_empty", "expected"),
     [
-        ([], 0.1, False, -0.1),  # nothing new: only the cost
-        ([0.9, 0.5, 0.2, 0.3], 0.1, False, 0.9 + 0.5 + 0.3 - 0.1),  # top 3 only
-        ([0.9, 0.5, 0.2, 0.3], 0.05, True, 2 - 0.05),  # 0.9 and 0.5 reach 0.4
-        ([0.009, 0.005], 0.1, False, -0.1),  # under 0.01: dropped
-        ([0.4, 0.39], 0.0, True, 1.0),  # threshold is inclusive
-        ([1.0] * 7, 0.05, False, 2.95),
+        ([], 0.1, False, False, 0.0),  # nothing new: 0, no cost (Agent-R1)
+        ([], 0.1, False, True, -0.1),  # nothing new: only the cost (PaperScout-style)
+        ([0.9, 0.5, 0.2, 0.3], 0.1, False, False, 0.9 + 0.5 + 0.3 - 0.1),  # top 3 only
+        ([0.9, 0.5, 0.2, 0.3], 0.05, True, False, 2 - 0.05),  # 0.9 and 0.5 reach 0.4
+        ([0.009, 0.005], 0.1, False, False, 0.0),  # under 0.01: dropped, so nothing new
+        ([0.009, 0.005], 0.1, False, True, -0.1),
+        ([0.3, 0.2], 0.1, True, False, -0.1),  # kept but under 0.4: the cost is paid
+        ([0.4, 0.39], 0.0, True, False, 1.0),  # threshold is inclusive
+        ([1.0] * 7, 0.05, False, False, 2.95),
     ],
 )
-def test_call_reward_hand_computed(scores, cost, discrete, expected) -> None:
-    assert call_reward(scores, cost=cost, discrete=discrete) == pytest.approx(expected)
+def test_call_reward_hand_computed(scores, cost, discrete, charge_empty, expected) -> None:
+    got = call_reward(scores, cost=cost, discrete=discrete, charge_empty=charge_empty)
+    assert got == pytest.approx(expected)
 
 
 def test_precision_recall_f1_edges() -> None:

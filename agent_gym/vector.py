@@ -7,24 +7,27 @@ reset seeds (``[s0]*G + [s1]*G + ...``) and :func:`make_vec` builds the vector e
     venv = make_vec("AgentR1/ALFWorld-v0", num_envs=8, mode="async",
                     wrappers=[ParseAction, ChatPrompt])
     obs, infos = venv.reset(seed=group_seeds(0, num_tasks=2, group_size=4))
+    obs, rewards, terminated, truncated, infos = venv.step(actions)  # None: leave env i alone
 
-Autoreset is ``DISABLED``: a finished env stays finished until the learner resets it with
-``venv.reset(seed=..., options={"reset_mask": mask})``, which keeps episodes and groups
-aligned (no hidden reset observations, no ``final_obs`` bookkeeping).
+Every backend (sync, async, Ray) has the same stepping rules, implemented once in the
+per-sub-env wrapper :class:`HoldFinished`: an action of ``None`` does not step that sub-env,
+and a finished sub-env holds its final state until it is reset. Autoreset is ``DISABLED``; reset
+finished envs with ``venv.reset(seed=..., options={"reset_mask": mask})``.
 """
 
 from __future__ import annotations
 
-import contextlib
+import functools
 import hashlib
-import multiprocessing.connection
-from collections.abc import Callable, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Literal
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
-from gymnasium.vector import AsyncVectorEnv, AutoresetMode, SyncVectorEnv, VectorEnv
-from gymnasium.vector.async_vector_env import AsyncState
+from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+
+from agent_gym import gym_compat
 
 #: The backends :func:`make_vec` offers.
 MODES: tuple[str, ...] = ("sync", "async", "ray")
@@ -33,21 +36,25 @@ Wrapper = Callable[[gym.Env], gym.Env]
 
 
 class EnvWorkerError(RuntimeError):
-    """A sub-env of a vector env raised (or its worker died); :attr:`index` says which.
+    """A sub-env of a vector env raised, died or did not answer in time.
 
-    The vector env is closed when this is raised: build a new one to continue.
+    :attr:`index` is the (lowest) sub-env concerned and :attr:`indices` all of them. The vector
+    env is closed when this is raised: build a new one to continue.
     """
 
-    def __init__(self, index: int, message: str) -> None:
+    def __init__(self, index: int, message: str, indices: Sequence[int] | None = None) -> None:
         super().__init__(message)
         self.index = index
+        self.indices = tuple(indices) if indices is not None else (index,)
 
     def __reduce__(self):
-        return (type(self), (self.index, self.args[0]))
+        return (type(self), (self.index, self.args[0], self.indices))
 
 
 class EnvFactory:
     """A picklable ``() -> env``: ``gym.make(env_id, **env_kwargs)``, then each wrapper in order.
+
+    The result is wrapped in :class:`HoldFinished` last.
 
     Args:
         env_id: A registered id (``"module:"`` prefixes work) or an ``EnvSpec``.
@@ -75,32 +82,44 @@ class EnvFactory:
 
 
 class HoldFinished(gym.Wrapper):
-    """After ``terminated`` or ``truncated``, further steps are no-ops until ``reset``.
+    """The stepping rules every vector backend shares: ``None`` skips, finished envs hold.
 
-    A vector env steps every sub-env at once, but the members of a group finish at different
-    times. Rather than restarting finished envs (autoreset) or refusing the batch (Gymnasium's
-    sync backend asserts), a finished sub-env ignores its action and returns its final
-    observation, reward 0 and its final flags and info again. The learner masks those rows out
-    by the flags it has already seen.
+    A vector env steps every sub-env at once, but a rollout only wants to step some of them
+    (the members of a group finish at different times; some prompts wait for a re-render). So:
+
+    * ``step(None)`` does not step the env (its step counter does not move) and returns its
+      current observation, reward 0.0, ``terminated``/``truncated`` False (its final flags if it
+      has finished) and its last info;
+    * once an episode has ended, every further step is a no-op returning the final observation,
+      reward 0.0 and the final flags and info, until ``reset``.
+
+    The wrapped env sees only real steps, so wrappers inside (``ChatPrompt``, ``TimeLimit``)
+    never count a skipped one.
     """
 
     def __init__(self, env: gym.Env) -> None:
         super().__init__(env)
-        self._final: tuple | None = None
+        self._last: tuple[Any, dict[str, Any]] | None = None  # (obs, info) of the last call
+        self._final_flags: tuple[bool, bool] | None = None  # (terminated, truncated) once done
 
     def reset(self, **kwargs: Any):
         """Reset the env; it plays again."""
-        self._final = None
-        return self.env.reset(**kwargs)
+        obs, info = self.env.reset(**kwargs)
+        self._last, self._final_flags = (obs, info), None
+        return obs, info
 
     def step(self, action: Any):
-        """Step the env, or repeat its final step once it has finished."""
-        if self._final is not None:
-            obs, terminated, truncated, info = self._final
+        """Step the env, or repeat its current state (``action is None`` or episode over)."""
+        if self._last is None:
+            raise gym.error.ResetNeeded("call reset() before step() (even a step with None)")
+        if action is None or self._final_flags is not None:
+            obs, info = self._last
+            terminated, truncated = self._final_flags or (False, False)
             return obs, 0.0, terminated, truncated, info
         obs, reward, terminated, truncated, info = self.env.step(action)
+        self._last = (obs, info)
         if terminated or truncated:
-            self._final = (obs, terminated, truncated, info)
+            self._final_flags = (bool(terminated), bool(truncated))
         return obs, reward, terminated, truncated, info
 
 
@@ -152,28 +171,38 @@ def make_vec(
     mode: Literal["sync", "async", "ray"] = "sync",
     wrappers: Sequence[Wrapper] = (),
     *,
+    step_timeout: float | None = None,
     vector_kwargs: dict[str, Any] | None = None,
     **env_kwargs: Any,
 ) -> VectorEnv:
     """Build ``num_envs`` copies of an env as a Gymnasium ``VectorEnv`` with autoreset off.
 
+    All three backends offer the same calls: ``reset(seed=..., options=...)``,
+    ``step(actions)`` (one action per sub-env; ``None`` leaves that sub-env alone, see
+    :class:`HoldFinished`), ``call_at(index, name, *args, **kwargs)`` (call or read an attribute
+    of one sub-env, through its wrappers), and Gymnasium's ``call``/``get_attr``/``set_attr``.
     Observations come back as a tuple of per-env observations (strings, or chat-message lists
     under ``ChatPrompt``); infos are Gymnasium's dict of arrays with ``_key`` masks. A sub-env
-    that raises surfaces as :class:`EnvWorkerError` naming its index (the vector env is closed
-    then); an async worker that dies is reported the same way instead of hanging.
+    that raises, dies or times out surfaces as :class:`EnvWorkerError` naming its index (the
+    vector env is closed then). A wrong number of actions is a ``ValueError`` raised before
+    anything is sent, and the vector env stays usable.
 
     Args:
         env_id: A registered id (e.g. ``"AgentR1/WebShop-v0"``) or an ``EnvSpec``.
         num_envs: Number of sub-envs, >= 1.
         mode: ``"sync"`` (one process, :class:`~gymnasium.vector.SyncVectorEnv`), ``"async"``
-            (a subprocess per env, :class:`~gymnasium.vector.AsyncVectorEnv` with
-            ``shared_memory=False``, since text cannot live in shared arrays) or ``"ray"``
-            (a Ray actor per env, :class:`agent_gym.ray_vector.RayVectorEnv`; needs the
-            ``[ray]`` extra).
+            (a subprocess per env, :class:`agent_gym.async_vector.SubprocVectorEnv`, a
+            :class:`~gymnasium.vector.AsyncVectorEnv` with ``shared_memory=False``, since text
+            cannot live in shared arrays) or ``"ray"`` (a Ray actor per env, on this machine or
+            a cluster: :class:`agent_gym.ray_vector.RayVectorEnv`; needs the ``[ray]`` extra).
         wrappers: Callables ``env -> env`` applied to each sub-env, innermost first.
+        step_timeout: Seconds to wait for the sub-envs to answer any call (``reset``, ``step``,
+            ``call_at``, ``call``, ``set_attr``) before raising :class:`EnvWorkerError` naming
+            the ones that did not; ``None`` waits forever. Async and Ray only: a sync sub-env
+            runs in this process and cannot be pre-empted.
         vector_kwargs: Extra keyword arguments for the vector class: e.g. ``context="spawn"``
             for async (the default ``fork`` is unsafe once the parent runs threads, as torch
-            and Ray do), or ``actor_options``/``ray_init`` for Ray.
+            and Ray do), or ``ray_init``/``actor_options`` for Ray.
         **env_kwargs: Passed to ``gym.make`` for every sub-env.
 
     Returns:
@@ -191,150 +220,184 @@ def make_vec(
         raise ValueError(f"num_envs must be an int >= 1, got {num_envs!r}")
     if mode not in MODES:
         raise ValueError(f"unknown mode {mode!r}; use one of {MODES}")
+    step_timeout = check_timeout(step_timeout)
+    if step_timeout is not None and mode == "sync":
+        raise ValueError(
+            f"step_timeout={step_timeout} needs mode='async' or 'ray': a sync sub-env runs in "
+            "this process and a hung call cannot be pre-empted"
+        )
+    _check_gymnasium()
     factory = EnvFactory(env_id, wrappers, env_kwargs)
+    fns = [_IndexedEnvFactory(factory, i) for i in range(num_envs)]
     kwargs = dict(vector_kwargs or {})
-    venv: VectorEnv
     if mode == "ray":
         from agent_gym.ray_vector import RayVectorEnv
 
-        venv = RayVectorEnv([factory] * num_envs, **kwargs)
-    elif mode == "sync":
-        fns = [_IndexedEnvFactory(factory, i) for i in range(num_envs)]
-        venv = _SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
-    else:
+        return RayVectorEnv(fns, step_timeout=step_timeout, **kwargs)
+    if mode == "async":
+        from agent_gym.async_vector import SubprocVectorEnv
+
         kwargs.setdefault("shared_memory", False)
-        venv = _AsyncVectorEnv(
-            [factory] * num_envs, autoreset_mode=AutoresetMode.DISABLED, **kwargs
+        return SubprocVectorEnv(
+            fns, step_timeout=step_timeout, autoreset_mode=AutoresetMode.DISABLED, **kwargs
         )
-    # Every sub-env is wrapped in HoldFinished: callers may step the whole batch until all
-    # episodes end, with no reset of the finished ones (see algos.env_slots).
-    venv.holds_finished = True
-    return venv
+    return _SyncVectorEnv(fns, autoreset_mode=AutoresetMode.DISABLED, **kwargs)
 
 
-class _NameErrors(gym.Wrapper):
-    """Re-raise a sub-env's exception as :class:`EnvWorkerError` naming its index (sync mode)."""
+@functools.cache
+def _check_gymnasium() -> None:
+    gym_compat.check_internals()
 
-    def __init__(self, env: gym.Env, index: int) -> None:
-        super().__init__(env)
-        self.index = index
 
-    def reset(self, **kwargs: Any):
+# --- argument checks shared by the three backends ---------------------------------------------
+
+
+def check_actions(actions: Any, num_envs: int) -> list[Any]:
+    """Return ``actions`` as a list after checking there is one per sub-env.
+
+    Raises:
+        TypeError: ``actions`` is a string, a mapping or has no length.
+        ValueError: ``len(actions) != num_envs``.
+    """
+    if isinstance(actions, (str, bytes, Mapping)) or not hasattr(actions, "__len__"):
+        raise TypeError(
+            f"actions must be a sequence of {num_envs} actions, one per sub-env (None: do not "
+            f"step it), got {type(actions).__name__}: {actions!r:.80}"
+        )
+    if len(actions) != num_envs:
+        raise ValueError(
+            f"expected {num_envs} actions (one per sub-env, None to skip one), got "
+            f"{len(actions)}; nothing was sent"
+        )
+    return list(actions)
+
+
+def check_index(index: Any, num_envs: int) -> int:
+    """Return ``index`` as an int after checking it names a sub-env."""
+    if isinstance(index, bool) or not isinstance(index, int):
         try:
-            return self.env.reset(**kwargs)
-        except Exception as e:
-            raise _worker_error(self.index, e) from e
+            index = int(index.__index__())  # numpy integers
+        except (AttributeError, TypeError):
+            raise TypeError(
+                f"index must be an int, got {type(index).__name__}: {index!r:.80}"
+            ) from None
+    if not 0 <= index < num_envs:
+        raise IndexError(f"index must be in [0, {num_envs}), got {index}")
+    return index
 
-    def step(self, action: Any):
-        try:
-            return self.env.step(action)
-        except Exception as e:
-            raise _worker_error(self.index, e) from e
+
+def check_call_name(name: Any) -> str:
+    """Return ``name`` after checking it is an attribute name that ``call_at`` may use."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a str, got {type(name).__name__}: {name!r:.80}")
+    if name in gym_compat.RESERVED_CALL_NAMES:
+        raise ValueError(f"call_at cannot call {name!r}; use the vector env's own {name}()")
+    return name
 
 
-def _worker_error(index: int, error: BaseException, trace: str = "") -> EnvWorkerError:
-    message = f"sub-env {index} raised {type(error).__name__}: {error}"
+def check_timeout(value: Any) -> float | None:
+    """Return ``step_timeout`` as a float (or None) after checking it is positive and finite."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"step_timeout must be a number of seconds or None, got {value!r}")
+    if not (value > 0 and math.isfinite(value)):
+        raise ValueError(f"step_timeout must be > 0 seconds (or None), got {value!r}")
+    return float(value)
+
+
+def worker_error(index: int, error: BaseException, trace: str = "") -> EnvWorkerError:
+    """An :class:`EnvWorkerError` for ``error`` raised by sub-env ``index``."""
+    if isinstance(error, EnvWorkerError):
+        message = str(error)  # already names the index (raised by _NameErrors in the worker)
+    else:
+        message = f"sub-env {index} raised {type(error).__name__}: {error}"
     if trace:
         message += f"\n\nTraceback in the worker:\n{trace}"
     return EnvWorkerError(index, message)
 
 
+def combine_errors(errors: dict[int, str]) -> EnvWorkerError:
+    """One :class:`EnvWorkerError` for several failed sub-envs (index -> message)."""
+    indices = sorted(errors)
+    message = errors[indices[0]]
+    if len(indices) > 1:
+        message += f"\n\n(sub-envs {', '.join(map(str, indices[1:]))} failed too)"
+    return EnvWorkerError(indices[0], message, indices)
+
+
+# --- sync backend ----------------------------------------------------------------------------
+
+
+class _NameErrors(gym.Wrapper):
+    """Re-raise a sub-env's exception as :class:`EnvWorkerError` naming its index."""
+
+    def __init__(self, env: gym.Env, index: int) -> None:
+        super().__init__(env)
+        self._vector_index = index  # not "index": call_at looks names up through this wrapper
+
+    def reset(self, **kwargs: Any):
+        try:
+            return self.env.reset(**kwargs)
+        except Exception as e:
+            raise worker_error(self._vector_index, e) from e
+
+    def step(self, action: Any):
+        try:
+            return self.env.step(action)
+        except Exception as e:
+            raise worker_error(self._vector_index, e) from e
+
+
 class _IndexedEnvFactory:
+    """Builds sub-env ``index``; a failure to build it is an :class:`EnvWorkerError`."""
+
     def __init__(self, factory: EnvFactory, index: int) -> None:
         self.factory, self.index = factory, index
 
     def __call__(self) -> gym.Env:
-        return _NameErrors(self.factory(), self.index)
+        try:
+            env = self.factory()
+        except Exception as e:
+            raise EnvWorkerError(
+                self.index, f"sub-env {self.index} could not be built: {type(e).__name__}: {e}"
+            ) from e
+        return _NameErrors(env, self.index)
 
 
 class _SyncVectorEnv(SyncVectorEnv):
-    """``SyncVectorEnv`` that refuses calls once closed and closes itself when a sub-env raises."""
+    """``SyncVectorEnv`` with the shared stepping API; closes itself when a sub-env raises."""
 
-    def reset(self, *args: Any, **kwargs: Any):
+    def reset(self, *, seed: Any = None, options: dict[str, Any] | None = None):
         self._assert_open()
+        options = dict(options) if options is not None else None  # Gymnasium pops reset_mask
         try:
-            return super().reset(*args, **kwargs)
+            return super().reset(seed=seed, options=options)
         except EnvWorkerError:
             self.close()
             raise
 
     def step(self, actions: Any):
         self._assert_open()
-        # Finished sub-envs hold their final state (HoldFinished), so stepping the whole batch
-        # is allowed; Gymnasium's DISABLED mode would assert here instead.
-        self._autoreset_envs[:] = False
+        actions = check_actions(actions, self.num_envs)
+        gym_compat.allow_stepping_finished(self)  # finished sub-envs hold (HoldFinished)
         try:
             return super().step(actions)
         except EnvWorkerError:
             self.close()
             raise
 
+    def call_at(self, index: int, name: str, *args: Any, **kwargs: Any) -> Any:
+        """Call (or read) attribute ``name`` of sub-env ``index`` only, through its wrappers."""
+        self._assert_open()
+        index, name = check_index(index, self.num_envs), check_call_name(name)
+        try:
+            attr = self.envs[index].get_wrapper_attr(name)
+            return attr(*args, **kwargs) if callable(attr) else attr
+        except Exception as e:
+            self.close()
+            raise worker_error(index, e) from e
+
     def _assert_open(self) -> None:
         if self.closed:
             raise gym.error.ClosedEnvironmentError("this vector env is closed")
-
-
-class _AsyncVectorEnv(AsyncVectorEnv):
-    """``AsyncVectorEnv`` whose worker errors name the env and never leave it half-alive.
-
-    Gymnasium re-raises a worker's exception without saying which env it came from (that
-    goes to the log) and keeps the other workers running with the failed one's pipe gone, so
-    the next call fails obscurely. Here the error names the index and carries the worker's
-    traceback, and all workers are stopped. A worker that dies without reporting (killed,
-    crashed) closes its pipe; the ``EOFError`` that follows is reported the same way.
-    """
-
-    def _raise_if_errors(self, successes: Sequence[bool]) -> None:
-        if all(successes):
-            return
-        failures = [self.error_queue.get() for _ in range(len(successes) - sum(successes))]
-        failures.sort(key=lambda failure: failure[0])  # report the lowest index, every run
-        self._state = AsyncState.DEFAULT  # nothing left to wait for; lets close() skip waiting
-        self.close(terminate=True)
-        index, _, value, trace = failures[0]
-        error = _worker_error(index, value, trace)
-        if len(failures) > 1:
-            others = ", ".join(str(f[0]) for f in failures[1:])
-            error = EnvWorkerError(index, f"{error} (sub-envs {others} failed too)")
-        raise error
-
-    # Each public call is async + wait; a dead worker shows up in either half as a pipe error.
-    def reset_async(self, *args: Any, **kwargs: Any) -> None:
-        with self._pipe_errors_named():
-            super().reset_async(*args, **kwargs)
-
-    def reset_wait(self, *args: Any, **kwargs: Any):
-        with self._pipe_errors_named():
-            return super().reset_wait(*args, **kwargs)
-
-    def step_async(self, *args: Any, **kwargs: Any) -> None:
-        with self._pipe_errors_named():
-            super().step_async(*args, **kwargs)
-
-    def step_wait(self, *args: Any, **kwargs: Any):
-        with self._pipe_errors_named():
-            return super().step_wait(*args, **kwargs)
-
-    @contextlib.contextmanager
-    def _pipe_errors_named(self):
-        try:
-            yield
-        except (EOFError, BrokenPipeError, ConnectionResetError) as e:
-            raise self._dead_worker() from e
-
-    def _dead_worker(self) -> EnvWorkerError:
-        sentinels = {p.sentinel: i for i, p in enumerate(self.processes)}
-        ended = multiprocessing.connection.wait(list(sentinels), timeout=2.0)
-        dead = sorted(sentinels[s] for s in ended)
-        for i in dead:  # its pipes close a moment before it can be reaped
-            self.processes[i].join(timeout=1.0)
-        codes = {i: self.processes[i].exitcode for i in dead}
-        self._state = AsyncState.DEFAULT
-        self.close(terminate=True)
-        if not dead:
-            return EnvWorkerError(-1, "lost the connection to a worker process of the vector env")
-        return EnvWorkerError(
-            dead[0],
-            f"the worker process of sub-env {dead[0]} died (exit code {codes[dead[0]]}) "
-            "without reporting an error; see its stderr for the cause",
-        )

@@ -15,18 +15,22 @@ does what upstream's ``engine.load_products`` and ``goal.get_human_goals`` do:
 * goals shuffled with ``random.Random(233)`` as upstream, then split: goals 0-499 ``test``,
   500-1499 ``eval``, the rest ``train``.
 
-Malformed records raise :class:`CatalogueError` naming the file, the record and the field.
+Malformed records raise :class:`CatalogueError` naming the file, the record and the field;
+so does a file that is not UTF-8 or not JSON. Upstream accepts more (an ``attributes``
+string becomes one attribute per character, ``instruction_options: null`` fails only at the
+purchase); here such records stop the load.
 """
 
 from __future__ import annotations
 
-import json
 import random
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+from agent_gym.datafiles import DataFileError, read_json
 
 PRODUCT_FILES = ("items_shuffle.json", "items_shuffle_1000.json")
 ATTRIBUTE_FILES = ("items_ins_v2.json", "items_ins_v2_1000.json")
@@ -44,8 +48,8 @@ _PRICE_STEPS = [10.0 * i for i in range(1, 100)]  # upstream's PRICE_RANGE
 _NUMBER = re.compile(r"[^\d.]")
 
 
-class CatalogueError(ValueError):
-    """A data file is missing or a record in it is malformed."""
+class CatalogueError(DataFileError):
+    """A data file is missing, unreadable or not JSON, or a record in it is malformed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,11 +171,27 @@ def _find(directory: Path, names: Sequence[str], required: bool = True) -> Path 
 
 
 def _read_json(path: Path) -> Any:
-    try:
-        with open(path, encoding="utf-8") as f:
-            return json.load(f)
-    except json.JSONDecodeError as exc:
-        raise CatalogueError(f"{path.name}: not valid JSON ({exc})") from exc
+    return read_json(path, error=CatalogueError)
+
+
+def check_data_folder(directory: str | Path) -> Path:
+    """Check, without parsing anything, that ``directory`` holds upstream's data files.
+
+    Envs call this when they are created, so a wrong ``data=`` fails at once with one line,
+    not at the first reset inside a worker.
+
+    Raises:
+        CatalogueError: The folder is missing, or lacks a product, attribute or goal file.
+    """
+    path = Path(directory).expanduser()
+    if not path.is_dir():
+        raise CatalogueError(
+            f"data={str(directory)!r} is not a folder; pass data='generated' or the folder "
+            "holding upstream WebShop's items_shuffle*.json and items_human_ins.json"
+        )
+    for names in (PRODUCT_FILES, ATTRIBUTE_FILES, (GOAL_FILE,)):
+        _find(path, names)
+    return path
 
 
 def _text(rec: dict, key: str, file: str, where: str, *, optional: bool = False) -> str:
@@ -250,11 +270,35 @@ def _parse_reviews(path: Path | None) -> dict[str, tuple[tuple[dict[str, Any], .
     return out
 
 
+def _attributes_of(attributes: dict[str, Any], asin: str, file: str) -> list[str]:
+    """The ``attributes`` list of ``asin`` in the attribute file ``file`` ([] when none)."""
+    rec = attributes.get(asin)
+    if rec is None:
+        return []
+    where = f"asin {asin!r}"
+    if not isinstance(rec, dict):
+        raise _err(file, where, f"must be an object with an 'attributes' list, got {rec!r:.60}")
+    attrs = rec.get("attributes")
+    if attrs is None:
+        return []
+    if isinstance(attrs, str):
+        raise _err(
+            file,
+            where,
+            f"field 'attributes' is a string ({attrs!r:.60}), not a list of strings; write "
+            'it as a JSON list such as ["tea tree", "essential oils"]',
+        )
+    if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs):
+        raise _err(file, where, f"field 'attributes' must be a list of strings, got {attrs!r:.60}")
+    return attrs
+
+
 def _parse_product(
     rec: Any,
     i: int,
     file: str,
     attributes: dict[str, Any],
+    attr_file: str,
     reviews: dict[str, tuple[tuple[dict[str, Any], ...], Any]],
 ) -> Product | None:
     if not isinstance(rec, dict):
@@ -274,7 +318,7 @@ def _parse_product(
     else:
         price = random.Random(f"price:{asin}").uniform(prices[0], prices[1])
         tag = f"${prices[0]} to ${prices[1]}"
-    attrs = attributes.get(asin, {}).get("attributes") or ["DUMMY_ATTR"]  # upstream's filler
+    attrs = _attributes_of(attributes, asin, attr_file) or ["DUMMY_ATTR"]  # upstream's filler
     item_reviews, rating = reviews.get(asin, ((), "N.A."))
     images = rec.get("images") or []
     return Product(
@@ -316,11 +360,20 @@ def _goals_of(
         if not isinstance(rec, dict):
             raise _err(file, where, "must be an object")
         attrs = rec.get("instruction_attributes")
-        options = rec.get("instruction_options") or []
+        options = rec.get("instruction_options")
         if not isinstance(attrs, list) or not all(isinstance(a, str) for a in attrs):
-            raise _err(file, where, "field 'instruction_attributes' must be a list of strings")
+            raise _err(
+                file,
+                where,
+                f"field 'instruction_attributes' must be a list of strings, got {attrs!r:.60}",
+            )
         if not isinstance(options, list) or not all(isinstance(o, str) for o in options):
-            raise _err(file, where, "field 'instruction_options' must be a list of strings")
+            got = "missing" if "instruction_options" not in rec else f"{options!r:.60}"
+            raise _err(
+                file,
+                where,
+                f"field 'instruction_options' must be a list of strings ([] for none), got {got}",
+            )
         if not attrs:  # upstream skips goals without attributes
             skipped += 1
             continue
@@ -363,12 +416,7 @@ def load_catalogue(
         CatalogueError: A file is missing or not JSON, or a record lacks a field or has the
             wrong type; the message names the file, the record and the field.
     """
-    directory = Path(directory)
-    if not directory.is_dir():
-        raise CatalogueError(
-            f"data={str(directory)!r} is not a folder; pass data='generated' or the folder "
-            "holding upstream WebShop's items_shuffle*.json and items_human_ins.json"
-        )
+    directory = check_data_folder(directory)
     product_path = _find(directory, PRODUCT_FILES)
     attr_path = _find(directory, ATTRIBUTE_FILES)
     goal_path = _find(directory, (GOAL_FILE,))
@@ -383,7 +431,7 @@ def load_catalogue(
         records = records[:num_products]
     products, seen = [], set()
     for i, rec in enumerate(records):
-        product = _parse_product(rec, i, product_path.name, attributes, reviews)
+        product = _parse_product(rec, i, product_path.name, attributes, attr_path.name, reviews)
         if product is not None and product.asin not in seen:
             seen.add(product.asin)
             products.append(product)

@@ -15,18 +15,23 @@ import gymnasium as gym
 
 from agent_gym.core import ENV_STEP_TOOL, TextEnv, ToolSpec
 from agent_gym.envs.webshop import expert, pages
-from agent_gym.envs.webshop.catalog import SPLITS, Goal, Product
+from agent_gym.envs.webshop.catalog import SPLITS, Goal, Product, check_data_folder
 from agent_gym.envs.webshop.generator import DATA_SOURCE
+from agent_gym.envs.webshop.nouns import resolve_noun_parser
 from agent_gym.envs.webshop.prompts import WEBSHOP_PROMPTS
-from agent_gym.envs.webshop.reward import NOUN_PARSERS, Reward, purchase_reward
+from agent_gym.envs.webshop.reward import REWARD_MODES, Reward, purchase_reward
+from agent_gym.envs.webshop.safe_text import bounded, encodable
 from agent_gym.envs.webshop.search import SEARCH_RETURN_N
 
 #: The admissible-action placeholder for a search (the agent fills in its own keywords).
 SEARCH_PLACEHOLDER = "search[<your query>]"
 #: Results per page (upstream ``PRODUCT_WINDOW``).
 PRODUCT_WINDOW = 10
-#: Search keywords are cut to this many characters.
-MAX_QUERY_CHARS = 1000
+#: Search keywords are cut to this many characters before they are searched and shown, so a
+#: runaway action never bloats the pages (upstream has no limit).
+MAX_QUERY_CHARS = 300
+#: Longest observation (``observation_space.max_length``); longer pages are cut.
+MAX_OBSERVATION_CHARS = 1_000_000
 SUB_PAGES = ("description", "features", "reviews")
 _ACTION = re.compile(r"\s*(search|click)\[(.*)\]\s*", re.DOTALL | re.IGNORECASE)
 
@@ -79,7 +84,8 @@ class WebShopEnv(TextEnv):
         num_products: int | None = None,
         goals_per_product: int = 6,
         seed: int = 0,
-        noun_parser: str = "heuristic",
+        reward: str = "upstream",
+        noun_parser: str = "auto",
         observation_mode: str = "text",
         render_mode: str | None = None,
     ) -> None:
@@ -87,25 +93,37 @@ class WebShopEnv(TextEnv):
 
         Args:
             data: ``"generated"`` (the offline catalogue) or a folder with upstream's files
-                (``items_shuffle*.json``, ``items_ins_v2*.json``, ``items_human_ins.json``).
+                (``items_shuffle*.json``, ``items_ins_v2*.json``, ``items_human_ins.json``);
+                a folder that lacks them is an error here, before any episode.
             split: ``"train"``, ``"eval"`` or ``"test"`` (upstream's goal ranges).
             num_products: Catalogue size (generated default 1,000; official default all).
             goals_per_product: Goals per generated product.
             seed: Seed of the generated catalogue (not of the episode: pass that to reset).
-            noun_parser: ``"heuristic"`` or ``"spacy"`` for the reward's title nouns.
+            reward: ``"upstream"`` (upstream's ``get_reward``) or ``"strict"`` (exact sizes,
+                one chosen option per goal option; see :mod:`.reward`).
+            noun_parser: Title nouns of the reward's type part: ``"auto"`` (spaCy when a
+                model is installed, else the heuristic), ``"spacy"`` (an error here when no
+                model is installed) or ``"heuristic"`` (not upstream's; see :mod:`.nouns`).
             observation_mode: ``"text"`` (upstream's ``text`` mode) or ``"html"``.
             render_mode: ``None``, ``"ansi"`` or ``"human"``.
         """
-        super().__init__(render_mode=render_mode)
+        super().__init__(render_mode=render_mode, max_observation_length=MAX_OBSERVATION_CHARS)
         if split not in SPLITS:
             raise ValueError(f"split={split!r} is not one of {list(SPLITS)}")
-        if noun_parser not in NOUN_PARSERS:
-            raise ValueError(f"noun_parser={noun_parser!r} is not one of {NOUN_PARSERS}")
+        if reward not in REWARD_MODES:
+            raise ValueError(f"reward={reward!r} is not one of {REWARD_MODES}")
         if observation_mode not in ("text", "html"):
             raise ValueError(f"observation_mode={observation_mode!r}; use 'text' or 'html'")
+        if not isinstance(data, str):
+            raise TypeError(f"data must be a str ('generated' or a folder), got {data!r:.80}")
+        if data != "generated":
+            check_data_folder(data)  # cheap: the files exist; they are parsed at first reset
         self.data, self.split = data, split
         self.num_products, self.goals_per_product, self.seed = num_products, goals_per_product, seed
-        self.noun_parser, self.observation_mode = noun_parser, observation_mode
+        self.reward_mode = reward
+        #: The resolved parser: ``"heuristic"`` or ``"spacy:<model>"``.
+        self.noun_parser = resolve_noun_parser(noun_parser)
+        self.observation_mode = observation_mode
         #: URL prefix of the links in the pages (the HTTP server sets its session's).
         self.link_prefix = "/s/agent"
         self._store: Any = None
@@ -189,7 +207,8 @@ class WebShopEnv(TextEnv):
         reason = self._apply(action)
         obs = self._observation()
         if reason is not None:
-            obs = f"Invalid action {action[:80]!r}: {reason}.\n\n{obs}"
+            shown = encodable(action[:80])
+            obs = bounded(f"Invalid action {shown!r}: {reason}.\n\n{obs}", MAX_OBSERVATION_CHARS)
         self._last_obs = obs
         reward = self._session.reward
         just_bought = reason is None and reward is not None
@@ -211,7 +230,7 @@ class WebShopEnv(TextEnv):
         m = _ACTION.fullmatch(action)
         if m is None:
             return "write search[keywords] or click[target], e.g. click[buy now]"
-        verb, arg = m.group(1).lower(), m.group(2).lower()
+        verb, arg = m.group(1).lower(), encodable(m.group(2)).lower()
         if verb == "search":
             if not page.has_search:
                 return "search[...] works on the search page only; click[back to search] first"
@@ -239,7 +258,11 @@ class WebShopEnv(TextEnv):
             s.options[target.option] = target.value
         elif target.value == "buy now":
             s.reward = purchase_reward(
-                self._product(), self._goal, s.options, noun_parser=self.noun_parser
+                self._product(),
+                self._goal,
+                s.options,
+                noun_parser=self.noun_parser,
+                mode=self.reward_mode,
             )
             s.page = "done"
         elif target.value == "back to search":
@@ -285,7 +308,9 @@ class WebShopEnv(TextEnv):
             )
         else:
             ctx.update(keywords=s.keywords, product=self._product(), options=s.options)
-        self._html = pages.render(s.page, **ctx)
+        # Data files may hold lone surrogates too ("\\ud800" is valid JSON): drop them here, so
+        # nothing derived from the page (text, clickables, admissible actions) carries one.
+        self._html = encodable(pages.render(s.page, **ctx))
         self._page = pages.parse_page(self._html)
 
     @property
@@ -295,7 +320,8 @@ class WebShopEnv(TextEnv):
 
     def _observation(self) -> str:
         assert self._page is not None
-        return self._html if self.observation_mode == "html" else self._page.text
+        obs = self._html if self.observation_mode == "html" else self._page.text
+        return bounded(obs, MAX_OBSERVATION_CHARS)
 
     def _admissible(self) -> list[str]:
         assert self._page is not None
@@ -309,13 +335,13 @@ class WebShopEnv(TextEnv):
         assert goal is not None and self._page is not None
         reward = s.reward
         info: dict[str, Any] = {
-            "task": goal.instruction,
+            "task": encodable(goal.instruction),
             "task_id": self._task_id(goal),
             "anchor_obs": self._page.text,
             "admissible_actions": self._admissible(),
             "won": bool(reward is not None and reward.total >= 1.0),
             "score": float(reward.total) if reward is not None else 0.0,
-            "data_source": goal.data_source,
+            "data_source": encodable(goal.data_source),
             "page": s.page,
         }
         if valid is not None:

@@ -1,4 +1,4 @@
-"""WebShop's purchase reward: upstream's formula from ``web_agent_site/engine/goal.py``.
+"""WebShop's purchase reward: upstream's ``get_reward`` (``web_agent_site/engine/goal.py``).
 
 On "Buy Now" the purchased product, its chosen options and its price are scored against the
 goal::
@@ -7,31 +7,38 @@ goal::
             / (#goal attributes + #goal options + 1)
     total *= r_type
 
-* An attribute matches when any of the product's ``Attributes`` has
-  ``token_set_ratio > 85`` with it, or else it is a substring of the lower-cased title,
-  bullets or description.
-* Each *chosen* option ``(name, value)`` is compared after :func:`normalize_color` (applied
-  to every value, as upstream does): a ``size`` must be an exact member of the goal options,
-  any other option needs ``token_set_ratio > 85`` with one of them; failing that, the value
-  may be a substring of the title, bullets or description. Upstream counts matches over the
-  chosen options, so extra options that happen to match can push the total above 1.
-* ``r_type`` is 1, 0.5, 0.1 or 0 from query equality, product-category overlap and the
-  overlap of the nouns in the two product names (:func:`type_reward`).
+``reward="upstream"`` (the default) is upstream's current rule:
 
-Upstream finds nouns with spaCy's ``en_core_web_lg``, a model that no package registry ships.
-``noun_parser="heuristic"`` (the default here) keeps the content words of the name instead;
-on upstream's published test cases it gives the same title scores within 0.01, but on other
-titles it can differ from spaCy, so ``r_type`` (and the score) of a purchase can differ from
-upstream's. ``noun_parser="spacy"`` uses the model when it is installed.
+* An attribute matches when one of the product's ``Attributes`` scores above 85 with it on
+  :func:`fuzzy_score` (thefuzz's ``token_set_ratio``), or else it is a substring of the
+  lower-cased title, bullets or description.
+* Each *goal* option counts once, when any chosen option value scores above 85 with it; both
+  sides pass through :func:`normalize_color` first. There is no substring fallback and no
+  exact rule for sizes, so "pack of 3" matches a goal's "pack of 6" (score 89).
+* ``r_type`` is 1, 0.5, 0.1 or 0 from query equality, product-category overlap and the
+  overlap of the nouns in the two titles (:func:`type_reward`, nouns from
+  :mod:`~agent_gym.envs.webshop.nouns`).
+
+``reward="strict"`` (this project's option, not upstream's) changes the option part only:
+
+* a chosen ``size`` counts only when it equals a goal option (lower-cased, after
+  :func:`normalize_color`): "pack of 3" no longer passes for "pack of 6", nor "x-large" for
+  "large";
+* every other chosen option needs a fuzzy score above 85, as upstream;
+* each goal option is paired with at most one chosen option and each chosen option with at
+  most one goal option (the largest such pairing is counted), so a strict reward is never
+  above the upstream one.
+
+The attribute, price and type parts are the same in both modes.
 """
 
 from __future__ import annotations
 
-import functools
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
+
+from agent_gym.envs.webshop.nouns import title_nouns
 
 #: Upstream's colour vocabulary (``engine/normalize.py``), in its order: the first entry found
 #: inside a value is that value's normal form, so "navy blue" becomes "blue".
@@ -50,28 +57,16 @@ COLOR_SET: tuple[str, ...] = (
     "wheat", "white", "wine", "yellow",
 )  # fmt: skip
 
-#: Option names compared exactly rather than fuzzily (upstream ``EXACT_MATCH_OPTS``).
+#: Reward modes accepted by :func:`purchase_reward` and the env's ``reward=`` keyword.
+REWARD_MODES = ("upstream", "strict")
+#: Option names ``reward="strict"`` compares exactly rather than fuzzily.
 EXACT_MATCH_OPTIONS = frozenset({"size"})
-#: ``token_set_ratio`` must exceed this for a fuzzy match (upstream's constant).
+#: A fuzzy score must exceed this to match (upstream's constant).
 FUZZY_THRESHOLD = 85
-#: Noun parsers accepted by :func:`title_nouns`.
-NOUN_PARSERS = ("heuristic", "spacy")
-#: The spaCy model upstream loads.
-SPACY_MODEL = "en_core_web_lg"
 
-# Words the heuristic noun finder drops: function words, and adjectives/participles common in
-# product titles that spaCy does not tag NOUN/PROPN ("UL Listed", "Ultra HD").
-_STOPWORDS = frozenset(
-    "a an and any are as at be by for from in into is it its of off on or per than that the "
-    "this to up via vs with without your you our my all each".split()
-)
-_NON_NOUNS = frozenset(
-    "listed ultra new premium professional portable compatible adjustable durable extra "
-    "super small large big mini heavy light soft hard long short high low best great "
-    "easy quick fast slim thin thick waterproof wireless rechargeable stainless organic "
-    "natural fresh pure classic modern vintage comfortable lightweight non".split()
-)
-_TOKEN_SPLIT = re.compile(r"[\s\-/,()\[\]{}|;:&+\"!?*]+")
+# thefuzz (since 0.20 a wrapper of rapidfuzz) deletes the code points 128-255 before scoring
+# when force_ascii is on, its default; other non-ASCII letters are kept.
+_LATIN1_DROP = {i: None for i in range(128, 256)}
 
 
 @dataclass(frozen=True)
@@ -100,13 +95,15 @@ class Reward:
         total: The reward; 1.0 is a success.
         r_type: Type factor (see :class:`TypeReward`).
         attribute_matches: Goal attributes found in the product.
-        option_matches: Chosen options that match the goal options.
+        option_matches: Goal options the chosen options satisfy.
         price_ok: The price is within the goal's limit.
         num_attributes: Number of goal attributes.
         num_options: Number of goal options.
         query_match: See :class:`TypeReward`.
         category_match: See :class:`TypeReward`.
         title_score: See :class:`TypeReward`.
+        mode: ``"upstream"`` or ``"strict"``.
+        noun_parser: ``"heuristic"`` or ``"spacy:<model>"``.
     """
 
     total: float
@@ -119,6 +116,8 @@ class Reward:
     query_match: bool
     category_match: bool
     title_score: float
+    mode: str = "upstream"
+    noun_parser: str = "heuristic"
 
     def as_dict(self) -> dict[str, Any]:
         """The fields as a plain dict (for ``info["reward_info"]``)."""
@@ -128,8 +127,9 @@ class Reward:
 def normalize_color(value: str) -> str:
     """Return the first :data:`COLOR_SET` entry contained in ``value``, else ``value``.
 
-    Plain substring search, as upstream: ``"steelivy fuchsia"`` becomes ``"fuchsia"`` (it
-    comes first in the list), and ``"standard"`` becomes ``"tan"``.
+    Plain, case-sensitive substring search, as upstream: ``"steelivy fuchsia"`` becomes
+    ``"fuchsia"`` (it comes first in the list), ``"standard"`` becomes ``"tan"``, and
+    ``"Red"`` stays ``"Red"``.
 
     Example:
         >>> normalize_color("black forest"), normalize_color("webshop")
@@ -141,50 +141,27 @@ def normalize_color(value: str) -> str:
     return value
 
 
-def _heuristic_nouns(name: str) -> list[str]:
-    tokens = (t.strip(".'") for t in _TOKEN_SPLIT.split(name.lower()))
-    return [
-        t
-        for t in tokens
-        if len(t) > 1
-        and any(c.isalpha() for c in t)
-        and t not in _STOPWORDS
-        and t not in _NON_NOUNS
-    ]
+def _prepare(text: str) -> str:
+    from rapidfuzz.utils import default_process
+
+    return default_process(text.translate(_LATIN1_DROP))
 
 
-@functools.lru_cache(maxsize=1)
-def _spacy_pipeline() -> Any:
-    try:
-        import spacy
+def fuzzy_score(a: str, b: str) -> int:
+    """Upstream's fuzzy score: thefuzz's ``token_set_ratio(a, b)``, computed with rapidfuzz.
 
-        return spacy.load(SPACY_MODEL, disable=["parser", "ner", "lemmatizer"])
-    except (ImportError, OSError) as exc:
-        raise RuntimeError(
-            f"noun_parser='spacy' needs spaCy with the {SPACY_MODEL!r} model installed "
-            f"({exc}); install it, or use noun_parser='heuristic'"
-        ) from exc
-
-
-@functools.lru_cache(maxsize=65536)
-def title_nouns(name: str, parser: str = "heuristic") -> tuple[str, ...]:
-    """The lower-cased nouns of a product name, duplicates kept (upstream counts them).
-
-    Args:
-        name: A product title.
-        parser: ``"heuristic"`` (content words: no stopwords, numbers, single letters or
-            common title adjectives) or ``"spacy"`` (tokens spaCy tags NOUN or PROPN).
+    thefuzz first deletes the characters U+0080-U+00FF, then applies rapidfuzz's
+    ``default_process`` (lower case, every non-alphanumeric character a space, trimmed),
+    scores with rapidfuzz's ``token_set_ratio`` and rounds to an integer. Upstream pins
+    thefuzz 0.19.0, which scored with difflib instead of rapidfuzz; see docs/datasets.md.
 
     Example:
-        >>> title_nouns("Saireed UL Listed 2 Prong Power Cord for JBL Bar 3.1")
-        ('saireed', 'ul', 'prong', 'power', 'cord', 'jbl', 'bar')
+        >>> fuzzy_score("Machine Wash", "machine wash"), fuzzy_score("pack of 3", "pack of 6")
+        (100, 89)
     """
-    if parser == "heuristic":
-        return tuple(_heuristic_nouns(name))
-    if parser == "spacy":
-        doc = _spacy_pipeline()(name)
-        return tuple(t.text.lower() for t in doc if t.pos_ in ("NOUN", "PROPN"))
-    raise ValueError(f"noun_parser={parser!r} is not one of {NOUN_PARSERS}")
+    from rapidfuzz import fuzz
+
+    return int(round(fuzz.token_set_ratio(_prepare(a), _prepare(b))))
 
 
 def type_reward(
@@ -194,7 +171,7 @@ def type_reward(
     goal_name: str,
     goal_query: str,
     goal_category: str,
-    noun_parser: str = "heuristic",
+    noun_parser: str = "auto",
 ) -> TypeReward:
     """Upstream's ``get_type_reward``: is the purchase the same kind of product?
 
@@ -205,7 +182,7 @@ def type_reward(
         goal_name: Title of the goal's product.
         goal_query: The goal product's ``query``.
         goal_category: The goal product's ``product_category``.
-        noun_parser: See :func:`title_nouns`.
+        noun_parser: See :func:`~agent_gym.envs.webshop.nouns.title_nouns`.
 
     Returns:
         r_type = 0 if no goal noun is in the purchased name, 0.1 if under 10% are, 0.5 if
@@ -231,13 +208,6 @@ def type_reward(
     return TypeReward(r_type, query_match, category_match, title_score)
 
 
-def _fuzzy(a: str, b: str) -> float:
-    from rapidfuzz import fuzz
-
-    # rapidfuzz returns 0 for two empty strings where thefuzz returned 0 too; same scale.
-    return fuzz.token_set_ratio(a, b)
-
-
 def _in_text(value: str, title: str, bullets: Sequence[str], description: str) -> bool:
     return (
         value in title.lower() or value in " ".join(bullets).lower() or value in description.lower()
@@ -253,52 +223,80 @@ def attribute_matches(
 ) -> int:
     """Upstream's ``get_attribute_reward`` count: goal attributes the product has.
 
-    Each goal attribute counts once: a product attribute with ``token_set_ratio > 85``, or
-    else the attribute as a substring of the lower-cased title, bullets or description.
+    Each goal attribute counts once: a product attribute with :func:`fuzzy_score` above 85,
+    or else the attribute as a substring of the lower-cased title, bullets or description.
     """
     product_attributes = list(product_attributes)
     n = 0
     for wanted in goal_attributes:
-        if any(_fuzzy(have, wanted) > FUZZY_THRESHOLD for have in product_attributes):
+        if any(fuzzy_score(have, wanted) > FUZZY_THRESHOLD for have in product_attributes):
             n += 1
         elif _in_text(wanted, title, bullets, description):
             n += 1
     return n
 
 
-def option_matches(
-    goal_options: Iterable[str],
-    chosen_options: Mapping[str, str],
-    title: str,
-    bullets: Sequence[str],
-    description: str,
-) -> int:
-    """Upstream's ``get_option_reward`` count: chosen options that satisfy the goal.
+def option_matches(goal_options: Iterable[str], chosen_options: Mapping[str, str]) -> int:
+    """Upstream's ``get_option_reward`` count: goal options some chosen option satisfies.
 
     Args:
-        goal_options: The goal's option values (upstream's ``goal_options`` values).
-        chosen_options: Option name -> chosen value at purchase time.
-        title: Product title (substring fallback).
-        bullets: Product bullet points (substring fallback).
-        description: Product description (substring fallback).
+        goal_options: The goal's option values.
+        chosen_options: Option name -> value chosen on the item page (names are ignored).
+
+    Example:
+        >>> option_matches(["ruby red", "pack of 6"], {"color": "lavender", "size": "pack of 3"})
+        1
     """
-    wanted = [normalize_color(v) for v in goal_options]
-    n = 0
-    for name, value in chosen_options.items():
-        value = normalize_color(value)
-        if name.lower() in EXACT_MATCH_OPTIONS:
-            matched = value in wanted
-        else:
-            matched = any(_fuzzy(w, value) > FUZZY_THRESHOLD for w in wanted)
-        if matched or _in_text(value, title, bullets, description):
-            n += 1
-    return n
+    chosen = [normalize_color(v) for v in chosen_options.values()]
+    return sum(
+        any(fuzzy_score(value, wanted) > FUZZY_THRESHOLD for value in chosen)
+        for wanted in (normalize_color(g) for g in goal_options)
+    )
+
+
+def _strict_match(name: str, value: str, wanted: str) -> bool:
+    if name.lower() in EXACT_MATCH_OPTIONS:
+        return normalize_color(value.lower()) == normalize_color(wanted.lower())
+    return fuzzy_score(normalize_color(value), normalize_color(wanted)) > FUZZY_THRESHOLD
+
+
+def strict_option_matches(goal_options: Sequence[str], chosen_options: Mapping[str, str]) -> int:
+    """The ``reward="strict"`` count: the largest one-to-one pairing of goal and chosen options.
+
+    A chosen ``size`` pairs with a goal option only when they are equal (lower-cased, after
+    :func:`normalize_color`); any other chosen option needs :func:`fuzzy_score` above 85.
+
+    Example:
+        >>> strict_option_matches(["ruby red", "pack of 6"], {"color": "lavender", "size": "pack of 3"})
+        0
+    """
+    goals = list(goal_options)
+    edges = [
+        [j for j, wanted in enumerate(goals) if _strict_match(name, value, wanted)]
+        for name, value in chosen_options.items()
+    ]
+    owner: dict[int, int] = {}  # goal option -> chosen option paired with it
+
+    def pair(i: int, seen: set[int]) -> bool:  # augmenting path (Kuhn's algorithm)
+        for j in edges[i]:
+            if j not in seen:
+                seen.add(j)
+                if j not in owner or pair(owner[j], seen):
+                    owner[j] = i
+                    return True
+        return False
+
+    return sum(pair(i, set()) for i in range(len(edges)))
 
 
 def purchase_reward(
-    product: Any, goal: Any, chosen_options: Mapping[str, str], noun_parser: str = "heuristic"
+    product: Any,
+    goal: Any,
+    chosen_options: Mapping[str, str],
+    noun_parser: str = "auto",
+    mode: str = "upstream",
 ) -> Reward:
-    """Score a purchase with upstream's formula (see the module docstring).
+    """Score a purchase (see the module docstring for the two modes).
 
     Args:
         product: The purchased :class:`~agent_gym.envs.webshop.catalog.Product` (anything
@@ -306,11 +304,18 @@ def purchase_reward(
         goal: The :class:`~agent_gym.envs.webshop.catalog.Goal` (``name, query,
             product_category, attributes, options, price_upper``).
         chosen_options: Option name -> value chosen on the item page.
-        noun_parser: See :func:`title_nouns`.
+        noun_parser: See :func:`~agent_gym.envs.webshop.nouns.title_nouns`.
+        mode: ``"upstream"`` or ``"strict"``.
 
     Returns:
         The total and its parts.
     """
+    if mode not in REWARD_MODES:
+        raise ValueError(f"reward={mode!r} is not one of {REWARD_MODES}")
+    if not noun_parser.startswith("spacy:"):
+        from agent_gym.envs.webshop.nouns import resolve_noun_parser
+
+        noun_parser = resolve_noun_parser(noun_parser)
     t = type_reward(
         product.name,
         product.query,
@@ -323,9 +328,10 @@ def purchase_reward(
     n_attr = attribute_matches(
         goal.attributes, product.attributes, product.name, product.bullets, product.description
     )
-    n_opt = option_matches(
-        goal.options, chosen_options, product.name, product.bullets, product.description
-    )
+    if mode == "strict":
+        n_opt = strict_option_matches(goal.options, chosen_options)
+    else:
+        n_opt = option_matches(goal.options, chosen_options)
     price_ok = product.price <= goal.price_upper
     denominator = len(goal.attributes) + len(goal.options) + 1
     total = (n_attr + n_opt + int(price_ok)) / denominator * t.r_type
@@ -340,4 +346,6 @@ def purchase_reward(
         query_match=t.query_match,
         category_match=t.category_match,
         title_score=t.title_score,
+        mode=mode,
+        noun_parser=noun_parser,
     )

@@ -128,7 +128,8 @@ def test_missing_files_and_folder_are_explained(tmp_path):
         load_catalogue(tmp_path)
     shutil.copytree(FIXTURES, tmp_path / "d")
     (tmp_path / "d" / "items_human_ins.json").write_text(
-        '{"B07XQ1TEST": [{"instruction": 3, "instruction_attributes": ["a"]}]}'
+        '{"B07XQ1TEST": [{"instruction": 3, "instruction_attributes": ["a"], '
+        '"instruction_options": []}]}'
     )
     with pytest.raises(
         CatalogueError,
@@ -138,3 +139,58 @@ def test_missing_files_and_folder_are_explained(tmp_path):
     (tmp_path / "d" / "items_human_ins.json").write_text("{not json")
     with pytest.raises(CatalogueError, match="items_human_ins.json: not valid JSON"):
         load_catalogue(tmp_path / "d")
+
+
+def _edit_json(directory: Path, name: str, edit) -> None:
+    path = directory / name
+    obj = json.loads(path.read_text())
+    edit(obj)
+    path.write_text(json.dumps(obj))
+
+
+def test_attributes_given_as_a_string_are_rejected(tmp_path):
+    # Upstream iterates the string, one "attribute" per character; that is never meant.
+    shutil.copytree(FIXTURES, tmp_path / "d")
+    _edit_json(
+        tmp_path / "d",
+        "items_ins_v2_1000.json",
+        lambda a: a["B08TESTTEE"].update(attributes="machine wash"),
+    )
+    with pytest.raises(CatalogueError) as e:
+        load_catalogue(tmp_path / "d")
+    message = str(e.value)
+    assert message.startswith("items_ins_v2_1000.json: asin 'B08TESTTEE': field 'attributes'")
+    assert "is a string ('machine wash'), not a list of strings" in message
+    assert "\n" not in message
+
+
+@pytest.mark.parametrize(
+    ("edit", "got"),
+    [(lambda g: g["B08TESTTEE"][0].update(instruction_options=None), "got None"),
+     (lambda g: g["B08TESTTEE"][0].pop("instruction_options"), "got missing"),
+     (lambda g: g["B08TESTTEE"][0].update(instruction_options="red"), "got 'red'")],
+)  # fmt: skip
+def test_instruction_options_must_be_a_list(tmp_path, edit, got):
+    # Upstream loads null and fails with a TypeError only when the goal's item is bought.
+    shutil.copytree(FIXTURES, tmp_path / "d")
+    _edit_json(tmp_path / "d", "items_human_ins.json", edit)
+    with pytest.raises(CatalogueError) as e:
+        load_catalogue(tmp_path / "d")
+    assert str(e.value) == (
+        "items_human_ins.json: asin 'B08TESTTEE', instruction 0: field 'instruction_options' "
+        f"must be a list of strings ([] for none), {got}"
+    )
+
+
+@pytest.mark.parametrize(
+    "name", ["items_shuffle_1000.json", "items_ins_v2_1000.json", "items_human_ins.json",
+             "reviews.json"],
+)  # fmt: skip
+def test_a_file_that_is_not_utf8_is_named(tmp_path, name):
+    shutil.copytree(FIXTURES, tmp_path / "d")
+    path = tmp_path / "d" / name
+    text = path.read_text(encoding="utf-8")
+    path.write_bytes(text.encode("utf-8").replace(b"[", '["caf\u00e9", '.encode("latin-1"), 1))
+    with pytest.raises(CatalogueError) as e:
+        load_catalogue(tmp_path / "d")
+    assert str(e.value).startswith(f"{path}: not UTF-8 text (byte 0xe9 at offset ")

@@ -6,9 +6,11 @@ from pathlib import Path
 
 import gymnasium as gym
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import agent_gym  # noqa: F401 - registers the ids
-from agent_gym.envs.webshop.env import SEARCH_PLACEHOLDER, WebShopEnv
+from agent_gym.envs.webshop.env import MAX_QUERY_CHARS, SEARCH_PLACEHOLDER, WebShopEnv
 from agent_gym.envs.webshop.expert import expert_queries
 
 FIXTURES = Path(__file__).parent / "fixtures" / "official"
@@ -103,8 +105,10 @@ def test_any_query_is_shown_as_text(env, query):
     obs, _, _, _, info = env.step(f"search[{query}]")
     assert info["is_action_valid"] is True
     assert "<script>alert" not in env.page_html
-    shown = query.lower()[:1000].strip()
+    shown = query.replace("\ud800", "").lower()[:MAX_QUERY_CHARS].strip()  # surrogates dropped
     assert shown[:50] in obs
+    obs.encode("utf-8")  # never a lone surrogate
+    assert "x" * (MAX_QUERY_CHARS + 1) not in obs  # the echo of a 100k-character query is cut
 
 
 def test_buying_ends_the_episode_with_the_reward(env):
@@ -207,3 +211,101 @@ def test_prepare_is_idempotent():
     first = WebShopEnv.prepare(progress=False)
     assert first == WebShopEnv.prepare(progress=False)
     assert "1,000 products, 6,000 goals (generated:webshop-catalogue)" in first
+
+
+def test_a_bad_data_folder_fails_at_construction_in_one_line(tmp_path):
+    from agent_gym.envs.webshop.catalog import CatalogueError
+
+    with pytest.raises(CatalogueError) as e:
+        gym.make("AgentR1/WebShop-v0", data="/nonexistent")
+    assert str(e.value).startswith("data='/nonexistent' is not a folder") and "\n" not in str(
+        e.value
+    )
+    with pytest.raises(CatalogueError, match="none of items_ins_v2.json, items_ins_v2_1000.json"):
+        (tmp_path / "items_shuffle.json").write_text("[]")
+        WebShopEnv(data=str(tmp_path))
+
+
+def test_reward_mode_and_noun_parser_are_checked_and_reported(monkeypatch):
+    from agent_gym.envs.webshop import nouns
+
+    with pytest.raises(ValueError, match="reward='lenient' is not one of"):
+        WebShopEnv(reward="lenient")
+    assert WebShopEnv(noun_parser="heuristic").noun_parser == "heuristic"
+    model = nouns.installed_spacy_model()
+    assert WebShopEnv().noun_parser == (f"spacy:{model}" if model else "heuristic")
+    # Without a model, asking for spaCy fails when the env is made, not at "buy now".
+    monkeypatch.setattr(nouns, "SPACY_MODELS", ("agent_gym_no_such_model",))
+    with pytest.raises(nouns.NounParserError, match="noun_parser='spacy' needs spaCy"):
+        gym.make("AgentR1/WebShop-v0", noun_parser="spacy")
+    assert WebShopEnv().noun_parser == "heuristic"  # "auto" falls back
+
+
+@pytest.mark.parametrize("mode", ["upstream", "strict"])
+def test_the_reward_info_names_mode_and_parser(mode):
+    env = WebShopEnv(split="test", reward=mode, noun_parser="heuristic")
+    env.reset(options={"task_id": "test-0"})
+    while (action := env.expert_action()) is not None:
+        _, reward, _, _, info = env.step(action)
+    assert reward == 1.0
+    assert info["reward_info"]["mode"] == mode and info["reward_info"]["noun_parser"] == "heuristic"
+
+
+def _all_strings(obj):
+    if isinstance(obj, str):
+        yield obj
+    elif isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _all_strings(k)
+            yield from _all_strings(v)
+    elif isinstance(obj, (list, tuple)):
+        for v in obj:
+            yield from _all_strings(v)
+
+
+def _check_returned(env, obs, info):
+    assert env.observation_space.contains(obs)
+    for text in (obs, *_all_strings(info)):
+        text.encode("utf-8")  # raises on a lone surrogate
+
+
+_actions = st.one_of(
+    st.text(max_size=40),
+    st.builds(lambda t: f"search[{t}]", st.text(max_size=2000)),
+    st.builds(lambda t: f"click[{t}]", st.text(max_size=40)),
+    st.sampled_from(
+        ["search[\ud800]", "click[\udfff]", "search[red \ud83d shoes]", "click[< prev]"]
+    ),
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(actions=st.lists(_actions, min_size=1, max_size=4))
+def test_observations_are_encodable_and_within_the_space(actions):
+    env = WebShopEnv(split="test", noun_parser="heuristic")
+    obs, info = env.reset(seed=5)
+    _check_returned(env, obs, info)
+    for action in actions:
+        obs, _, term, _, info = env.step(action)
+        _check_returned(env, obs, info)
+        if term:
+            break
+
+
+def test_lone_surrogates_in_the_data_never_reach_the_agent(tmp_path):
+    import json
+    import shutil
+
+    shutil.copytree(FIXTURES, tmp_path / "d")
+    path = tmp_path / "d" / "items_shuffle_1000.json"
+    records = json.loads(path.read_text())
+    for rec in records:
+        rec["name"] = rec["name"] + " \ud800"  # valid JSON ("\ud800" escape), not encodable
+    path.write_text(json.dumps(records))
+    env = WebShopEnv(data=str(tmp_path / "d"), split="test", noun_parser="heuristic")
+    obs, info = env.reset(options={"task_id": "test-0"})
+    _check_returned(env, obs, info)
+    while (action := env.expert_action()) is not None:
+        obs, reward, _, _, info = env.step(action)
+        _check_returned(env, obs, info)
+    assert info["won"]

@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal
 
 from agent_gym.core import ToolSpec
 
@@ -236,6 +236,34 @@ def match_admissible(command: str, admissible: Sequence[str]) -> str | None:
         if " ".join(candidate.split()).casefold() == key:
             return candidate
     return None
+
+
+#: Info keys read as the admissible commands, first present wins: agent-gym's own key, then
+#: TextWorld's (``EnvInfos(admissible_commands=True)``), so its gym env works unchanged.
+ADMISSIBLE_KEYS: tuple[str, ...] = ("admissible_actions", "admissible_commands")
+
+
+def admissible_actions(info: Mapping[str, Any] | None) -> list[str]:
+    """The admissible commands listed in ``info``; ``[]`` where the env lists none.
+
+    Envs that are not agent-gym's may leave the key out, set it to None or use TextWorld's
+    ``admissible_commands``; all of these are read as "absent" or as that list, never an error.
+    Non-string entries are dropped.
+
+    Example:
+        >>> admissible_actions({"admissible_commands": ["look", "go north"]})
+        ['look', 'go north']
+        >>> admissible_actions({}), admissible_actions({"admissible_actions": None})
+        ([], [])
+    """
+    for key in ADMISSIBLE_KEYS:
+        value = (info or {}).get(key)
+        if value is not None and not isinstance(value, (str, bytes)):
+            try:
+                return [a for a in value if isinstance(a, str)]
+            except TypeError:  # not iterable: treated as absent
+                return []
+    return []
 
 
 def select_calls(calls: list[str], multiple: Multiple, max_calls: int) -> str:

@@ -5,6 +5,11 @@ system message and one user message holding the task, the last ``history_length`
 observation/action pairs, the current observation and the admissible actions. The
 conversation is never grown by appending, so prompt length stays bounded however long the
 episode runs. The learner applies its tokenizer's chat template to these messages.
+
+It works on any Gymnasium env with text observations, not only agent-gym's: an env without
+``prompt_templates`` gets the generic prompt (:data:`DEFAULT_PROMPTS`), the task is
+``info["task"]`` when the env reports one and the episode's first observation otherwise, and
+info keys the env does not report are simply absent from the prompt.
 """
 
 from __future__ import annotations
@@ -16,8 +21,13 @@ from typing import Any
 import gymnasium as gym
 import jinja2
 
-from agent_gym.core import PromptTemplates
+from agent_gym.core import ENV_STEP_TOOL, GENERIC_SYSTEM, GENERIC_USER, PromptTemplates
 from agent_gym.spaces import Messages
+from agent_gym.wrappers.action_formats import admissible_actions
+
+#: The prompt of an env that defines no ``prompt_templates`` (the generic one agent-gym's own
+#: envs start from): task, recent history, current observation, admissible actions.
+DEFAULT_PROMPTS = PromptTemplates(system=GENERIC_SYSTEM, user=GENERIC_USER)
 
 #: Appended to the system prompt in the tool-call format, in the layout Hermes-style chat
 #: templates (Qwen2.5, Hermes) use: one JSON schema per line inside <tools></tools>.
@@ -75,12 +85,15 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
     ``info`` pass through unchanged (``info["anchor_obs"]`` included). The rendered messages
     are not copied into ``info``: they are the observation.
 
-    The Jinja2 templates (``templates`` or ``env.unwrapped.prompt_templates``) see ``task``,
-    ``observation``, ``history`` (``[{"observation", "action"}]``, oldest first),
-    ``admissible_actions``, ``step`` (0-based), ``max_steps``, ``action_format``, ``tools``
-    (the tool schemas) and ``info`` (the env's latest info, for env-specific fields). Undefined
-    names raise, so a template typo fails at the first reset rather than silently printing
-    nothing.
+    The Jinja2 templates (``templates``, else ``env.unwrapped.prompt_templates``, else
+    :data:`DEFAULT_PROMPTS`) see ``task`` (``info["task"]``, or the episode's first observation
+    for an env that reports no task), ``observation``, ``history``
+    (``[{"observation", "action"}]``, oldest first), ``admissible_actions``
+    (``info["admissible_actions"]`` or TextWorld's ``info["admissible_commands"]``; ``[]`` when
+    absent), ``step`` (0-based), ``max_steps``, ``action_format``, ``tools`` (the tool schemas:
+    the inner ``ParseAction``'s or the env's tools, else the generic ``env_step``) and ``info``
+    (the env's latest info, for env-specific fields). Undefined names raise, so a template typo
+    fails at the first reset rather than silently printing nothing.
 
     History shows the command the env received (``info["parsed_action"]`` from an inner
     :class:`~agent_gym.wrappers.ParseAction`), ``"(invalid: <reason>)"`` for a response that
@@ -92,11 +105,12 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
     ``tokenizer.apply_chat_template(messages, tools=...)`` instead.
 
     Args:
-        env: A text env, usually ``ParseAction(gym.make(...))``.
+        env: Any Gymnasium env with ``str`` observations, usually ``ParseAction(gym.make(...))``.
         history_length: How many past observation/action pairs to show (0: none).
         action_format: ``"tag"``, ``"tool_call"`` or ``"plain"``; default: the inner
             ``ParseAction``'s format, else ``"tag"``.
-        templates: Prompt templates; default ``env.unwrapped.prompt_templates``.
+        templates: Prompt templates; default ``env.unwrapped.prompt_templates``, else
+            :data:`DEFAULT_PROMPTS`.
         max_observation_chars: Cut the current and past observations to this many characters
             (``None``: no cut), as Agent-R1's WebShop prompt cuts to 1800.
         tools_in_system: Whether the tool-call format lists the tool schemas in the system
@@ -145,13 +159,13 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         self.action_format = action_format
         self.max_observation_chars = max_observation_chars
         self.tools_in_system = tools_in_system
-        templates = templates or env.unwrapped.prompt_templates
+        templates = templates or getattr(env.unwrapped, "prompt_templates", None) or DEFAULT_PROMPTS
         jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
         self._system = jinja.from_string(templates.system)
         self._user = jinja.from_string(templates.user)
         #: OpenAI/Hermes schemas of the tools (for ``apply_chat_template(tools=...)``).
         self.tool_schemas: list[dict[str, Any]] = [
-            tool.schema() for tool in (_wrapper_attr(env, "tools") or ())
+            tool.schema() for tool in (_wrapper_attr(env, "tools") or (ENV_STEP_TOOL,))
         ]
         self.max_steps: int | None = _wrapper_attr(env, "max_episode_steps") or (
             env.spec.max_episode_steps if env.spec is not None else None
@@ -159,6 +173,7 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         self.observation_space = Messages()
         self._history: deque[dict[str, str]] = deque(maxlen=history_length or None)
         self._obs = ""
+        self._first_obs = ""
         self._info: dict[str, Any] = {}
         self._step = 0
 
@@ -167,13 +182,15 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
     ) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Reset the env and the history; return the first prompt."""
         obs, info = self.env.reset(seed=seed, options=options)
+        _check_text(obs, "reset")
         self._history.clear()
-        self._obs, self._info, self._step = obs, info, 0
+        self._obs, self._first_obs, self._info, self._step = obs, obs, info, 0
         return self.messages(), info
 
     def step(self, action: str) -> tuple[list[dict[str, str]], float, bool, bool, dict[str, Any]]:
         """Step the env, record the pair in the history and return the next prompt."""
         obs, reward, terminated, truncated, info = self.env.step(action)
+        _check_text(obs, "step")
         if info.get("parse_error"):
             shown = f"(invalid: {info['parse_error']})"
         else:
@@ -201,13 +218,13 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         if history_length is not None:
             history = history[len(history) - history_length :] if history_length > 0 else []
         context = {
-            "task": self._info.get("task", ""),
+            "task": self._info.get("task") or self._first_obs,
             "observation": _cut(self._obs, limit),
             "history": [
                 {"observation": _cut(h["observation"], limit), "action": h["action"]}
                 for h in history
             ],
-            "admissible_actions": list(self._info.get("admissible_actions", [])),
+            "admissible_actions": admissible_actions(self._info),
             "step": self._step,
             "max_steps": self.max_steps,
             "action_format": self.action_format,
@@ -221,6 +238,14 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
             {"role": "system", "content": system},
             {"role": "user", "content": self._user.render(context)},
         ]
+
+
+def _check_text(obs: Any, where: str) -> None:
+    if not isinstance(obs, str):
+        raise TypeError(
+            f"ChatPrompt renders text observations, but the env's {where}() returned "
+            f"{type(obs).__name__}: {obs!r:.80}; wrap an env whose observations are str"
+        )
 
 
 def _wrapper_attr(env: gym.Env, name: str) -> Any:

@@ -13,7 +13,7 @@ from typing import Any
 
 import gymnasium as gym
 
-from agent_gym.core import ToolSpec
+from agent_gym.core import ENV_STEP_TOOL, ToolSpec
 from agent_gym.spaces import Messages
 from agent_gym.wrappers.action_formats import (
     FORMATS,
@@ -21,6 +21,7 @@ from agent_gym.wrappers.action_formats import (
     ActionFormat,
     ActionParseError,
     Multiple,
+    admissible_actions,
     match_admissible,
     parse_calls,
     select_calls,
@@ -56,23 +57,28 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
     ``anchor_obs`` still names the unchanged state) with ``is_action_valid=False``.
 
     Args:
-        env: A string-action env (the observation must still be text, not chat messages).
+        env: Any Gymnasium env with string actions (agent-gym's or not); the observation must
+            still be text, not chat messages.
         format: ``"tag"``, ``"tool_call"`` or ``"plain"`` (see
             :mod:`agent_gym.wrappers.action_formats`).
-        tools: Tools for ``"tool_call"``; default ``env.unwrapped.tools``. A custom
+        tools: Tools for ``"tool_call"``; default ``env.unwrapped.tools``, or for an env that
+            defines none the single generic tool ``env_step(command: str)``
+            (:data:`~agent_gym.core.ENV_STEP_TOOL`). A custom
             :class:`~agent_gym.core.ToolSpec` sets the tool name, argument key and command.
         multiple: Several calls in one response: ``"first"`` uses the first, ``"invalid"``
             rejects the response, ``"join"`` sends them as one command per line. Default
             ``"join"`` if the env takes several commands per step
             (``env.unwrapped.max_parallel_calls > 1``), else ``"first"``.
         max_calls: Most calls ``"join"`` accepts; default ``env.unwrapped.max_parallel_calls``.
-        max_episode_steps: Step limit counted here; default ``env.spec.max_episode_steps``
-            (``None``: no limit of its own).
+        max_episode_steps: Step limit counted here; default ``env.spec.max_episode_steps``,
+            else the env's own ``max_episode_steps`` attribute (a remote env reports its
+            server's limit there); ``None``: no limit of its own.
         match: ``"strict"`` (default): the parsed command goes to the env as written.
             ``"admissible"``: each parsed call is read leniently
             (:func:`~agent_gym.wrappers.action_formats.match_admissible`: first non-empty
             line, quotes, backticks, a list marker and trailing punctuation stripped,
-            case-insensitive exact match) against the latest ``info["admissible_actions"]``,
+            case-insensitive exact match) against the latest ``info["admissible_actions"]``
+            (or TextWorld's ``info["admissible_commands"]``),
             and the admissible spelling is sent; a call that matches none is sent as written.
             An opt-in for small models; envs without admissible actions are unaffected.
 
@@ -114,15 +120,15 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
                 "ParseAction needs text observations but this env already returns chat "
                 "messages; put ParseAction inside ChatPrompt: ChatPrompt(ParseAction(env))"
             )
-        parallel = int(getattr(env.unwrapped, "max_parallel_calls", 1))
+        parallel = int(getattr(env.unwrapped, "max_parallel_calls", None) or 1)
         if multiple is None:
             multiple = "join" if parallel > 1 else "first"
         if multiple not in MULTIPLE_POLICIES:
             raise ValueError(f"unknown multiple={multiple!r}; use one of {MULTIPLE_POLICIES}")
         self.action_format: ActionFormat = format
-        self.tools: tuple[ToolSpec, ...] = tuple(
-            tools if tools is not None else getattr(env.unwrapped, "tools", ())
-        )
+        if tools is None:
+            tools = getattr(env.unwrapped, "tools", None) or (ENV_STEP_TOOL,)
+        self.tools: tuple[ToolSpec, ...] = tuple(tools)
         if format == "tool_call" and not self.tools:
             raise ValueError("format='tool_call' needs tools: pass tools=[ToolSpec(...)]")
         self.multiple: Multiple = multiple
@@ -131,6 +137,8 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             raise ValueError(f"max_calls must be >= 1, got {self.max_calls}")
         if max_episode_steps is None and env.spec is not None:
             max_episode_steps = env.spec.max_episode_steps
+        if max_episode_steps is None:
+            max_episode_steps = getattr(env.unwrapped, "max_episode_steps", None)
         self.max_episode_steps: int | None = max_episode_steps
         self._elapsed_steps = 0
         self._last_obs: str | None = None
@@ -149,7 +157,7 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         """Return the env command in ``text``; raise :class:`ActionParseError` if none."""
         calls = parse_calls(text, self.action_format, self.tools, self.multiple)
         if self.match == "admissible":
-            admissible = (self._last_info or {}).get("admissible_actions") or ()
+            admissible = admissible_actions(self._last_info)
             calls = [match_admissible(c, admissible) or c for c in calls]
         return select_calls(calls, self.multiple, self.max_calls)
 

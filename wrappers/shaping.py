@@ -1,6 +1,6 @@
 """``ShapeReward``: the recipe-level success bonus and invalid-action penalty.
 
-Envs return the benchmark's raw rewards (DESIGN.md section 2); recipes reshape them here. The
+Envs return the benchmark's raw rewards (docs/env_contract.md); recipes reshape them here. The
 GiGPO paper's ALFWorld/WebShop setting, 10 on success and -0.1 per invalid action, is
 ``ShapeReward(env, reward_scale=0.0, success_bonus=10.0, invalid_penalty=0.1)``.
 """

@@ -7,14 +7,13 @@ Examples::
     agent-gym prepare AgentR1/WebShop-v0
     agent-gym evaluate --agent expert --episodes 20
     agent-gym serve webshop --port 3000
+    agent-gym serve-env AgentR1/HotpotQA-v0 --port 8000
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import math
-import random
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -131,66 +130,46 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-def _random_action(info: dict[str, Any], rng: random.Random) -> str:
-    acts = [a for a in info.get("admissible_actions", []) if "<" not in a]
-    return rng.choice(acts) if acts else "search[test]"
+class _Expert:
+    """The env's scripted expert as a :class:`~agent_gym.agents.TextAgent`."""
+
+    def __init__(self, env: gym.Env) -> None:
+        self.env = env
+
+    def act(self, observation: Any, info: dict[str, Any]) -> str:
+        return self.env.unwrapped.expert_action() or "help"
 
 
 def cmd_evaluate(args: argparse.Namespace) -> int:
-    """Run a scripted expert or a random agent over the envs and print a table."""
+    """Run the scripted expert or the random-admissible agent over the envs and print a table."""
+    from agent_gym.agents import RandomAgent, run_episode
+    from agent_gym.episode import summarize
+
     ids = agent_gym.ENV_IDS if args.env == "all" else (_resolve_id(args.env),)
-    rng = random.Random(args.seed)
     print(
         f"agent: {args.agent}, {args.episodes} episodes per env, "
         f"split: {args.split or 'each env default'}"
     )
-    header = f"{'env':24} {'data':28} {'success [95% CI]':>21} {'score':>7} {'length':>7}"
+    header = (
+        f"{'env':24} {'data':28} {'success [95% CI]':>21} {'score':>7} {'valid':>7} {'length':>7}"
+    )
     print(header + "\n" + "-" * len(header))
     for env_id in ids:
-        kwargs = {"split": args.split} if args.split else {}
-        env = gym.make(env_id, **kwargs)
-        wins, scores, lengths = [], [], []
-        source = ""
-        for ep in range(args.episodes):
-            obs, info = env.reset(seed=args.seed + ep)
-            source = info["data_source"]
-            done, steps = False, 0
-            while not done:
-                action = None
-                if args.agent == "expert":
-                    action = env.unwrapped.expert_action()
-                if action is None:
-                    action = _random_action(info, rng)
-                obs, _, terminated, truncated, info = env.step(action)
-                done, steps = terminated or truncated, steps + 1
-            wins.append(bool(info["won"]))
-            scores.append(float(info["score"]))
-            lengths.append(steps)
-        env.close()
-        n = len(wins)
-        lo, hi = wilson_interval(sum(wins), n)
+        env = gym.make(env_id, **({"split": args.split} if args.split else {}))
+        agent = _Expert(env) if args.agent == "expert" else RandomAgent(args.seed)
+        try:
+            episodes = [run_episode(env, agent, seed=args.seed + i) for i in range(args.episodes)]
+        finally:
+            env.close()
+        s = summarize(episodes)
+        lo, hi = s["success_ci95"]
         print(
-            f"{env_id.split('/')[-1]:24} {source:28} {100 * sum(wins) / n:6.1f}% "
-            f"[{100 * lo:5.1f}-{100 * hi:5.1f}] {sum(scores) / n:7.3f} {sum(lengths) / n:7.1f}"
+            f"{env_id.split('/')[-1]:24} {','.join(s['data_sources']):28} "
+            f"{s['success_rate']:6.1%} [{lo:5.1%}-{hi:5.1%}] {s['score_mean']:7.3f} "
+            f"{s['valid_action_ratio']:7.1%} {s['episode_length']:7.1f}"
         )
     print("\n[lo-hi] is the 95% Wilson interval of the success rate over episodes.")
     return 0
-
-
-def wilson_interval(wins: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a success rate (sensible at 0% and 100%, unlike p ± 1.96 se).
-
-    Example:
-        >>> lo, hi = wilson_interval(5, 5)
-        >>> round(lo, 3), hi
-        (0.566, 1.0)
-    """
-    if n == 0:
-        return 0.0, 1.0
-    p = wins / n
-    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
-    return max(0.0, centre - half), min(1.0, centre + half)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -201,6 +180,31 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from agent_gym.envs.webshop.server import serve
 
     serve(port=args.port, host=args.host, **_parse_kv(args.env_arg))
+    return 0
+
+
+def cmd_serve_env(args: argparse.Namespace) -> int:
+    """Serve an env over the OpenEnv protocol (WebSocket /ws and HTTP /sessions)."""
+    # Short names (hotpotqa) name the registered envs; anything else goes to gym.make as is.
+    short = {i.split("/")[-1].rsplit("-v", 1)[0].lower(): i for i in agent_gym.ENV_IDS}
+    env_id = short.get(args.env.lower(), args.env)
+    try:
+        from agent_gym.openenv_server import serve
+    except ImportError as exc:
+        raise SystemExit(f"agent-gym: {exc}") from None
+    idle = None if args.idle_timeout <= 0 else args.idle_timeout
+    try:
+        serve(
+            env_id,
+            _parse_kv(args.env_arg),
+            host=args.host,
+            port=args.port,
+            max_sessions=args.max_sessions,
+            idle_timeout=idle,
+            max_action_chars=args.max_action_chars,
+        )
+    except (gym.error.Error, ModuleNotFoundError, TypeError, ValueError, OSError) as exc:
+        raise SystemExit(f"agent-gym serve-env {args.env}: {type(exc).__name__}: {exc}") from None
     return 0
 
 
@@ -244,6 +248,23 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--host", default="127.0.0.1")
     env_args(p)
     p.set_defaults(func=cmd_serve)
+    p = sub.add_parser(
+        "serve-env",
+        help="serve an env over the OpenEnv protocol (for TRL, other trainers, any language)",
+    )
+    p.add_argument("env", help="registered id or short name, or any gym.make id (module:Id too)")
+    p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed)")
+    p.add_argument("--host", default="127.0.0.1", help="bind address (no authentication!)")
+    p.add_argument("--max-sessions", type=int, default=16, help="most sessions open at once")
+    p.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=600.0,
+        help="close sessions idle this long (s; 0: never)",
+    )
+    p.add_argument("--max-action-chars", type=int, default=1_000_000, help="longest action")
+    env_args(p)
+    p.set_defaults(func=cmd_serve_env)
     return parser
 
 

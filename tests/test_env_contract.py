@@ -1,4 +1,4 @@
-"""The env contract of DESIGN.md section 2, checked on every registered id.
+"""The env contract of docs/env_contract.md, checked on every registered id.
 
 Every env added to ``agent_gym.ENV_IDS`` must pass this file unchanged.
 """
@@ -31,6 +31,50 @@ ADVERSARIAL = [
     "<script>alert(1)</script>&amp;&lt;",
     "\ud800",  # lone surrogate: legal in a Python str, not encodable as UTF-8
 ]
+
+
+#: Actions an env may echo back, valid or not: none may make an observation longer than the
+#: observation space or put an unencodable character into the observation or info.
+ECHOED = {
+    "100k-chars": "x" * 100_000,
+    "100k-of-lines": "x\n" * 50_000,  # 50,000 lines, each one skipped or invalid
+    "100k-search": "search[" + "x" * 100_000 + "]",
+    "100k-answer": "answer[" + "x " * 50_000 + "]",
+    "100k-click": "click[" + "x" * 100_000 + "]",
+    "100k-go-to": "go to " + "x" * 100_000,
+    "surrogate": "\ud800",
+    "surrogate-search": "search[\ud800]",
+    "surrogate-answer": "answer[\udfff]",
+    "surrogate-click": "click[\ud800]",
+    "surrogate-expand": "expand[\udc80]",
+    "surrogate-go-to": "go to \ud800 1",
+    "surrogate-lines": "search[a\ud800b]\nsearch[\udbff\udbff]\nlook \udfff",
+}
+
+
+def _strings(value: object, where: str = "info"):
+    """Every string inside ``value`` (dicts, lists, tuples), with where it was found."""
+    if isinstance(value, str):
+        yield where, value
+    elif isinstance(value, dict):
+        for k, v in value.items():
+            yield from _strings(k, f"{where} key")
+            yield from _strings(v, f"{where}[{k!r}]")
+    elif isinstance(value, (list, tuple)):
+        for i, v in enumerate(value):
+            yield from _strings(v, f"{where}[{i}]")
+
+
+def _check_bounded_and_encodable(env: gym.Env, obs: str, info: dict) -> None:
+    assert env.observation_space.contains(obs), (
+        f"observation of {len(obs):,} characters is not in {env.observation_space}"
+    )
+    obs.encode("utf-8")  # raises on a lone surrogate
+    for where, text in _strings(info):
+        try:
+            text.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            raise AssertionError(f"{where} does not encode as UTF-8: {exc}") from None
 
 
 def _check_info(info: dict, *, after_step: bool) -> None:
@@ -118,6 +162,21 @@ def test_adversarial_strings_are_invalid_not_errors(env_id: str, action: str) ->
     assert isinstance(obs, str) and obs, "an invalid action must be explained in the observation"
     assert info["is_action_valid"] is False
     assert info["task_id"] == info0["task_id"]
+    _check_bounded_and_encodable(env, obs, info)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+@pytest.mark.parametrize("action", list(ECHOED.values()), ids=list(ECHOED))
+def test_observations_stay_bounded_and_encodable(env_id: str, action: str) -> None:
+    env = _make(env_id)
+    obs, info = env.reset(seed=3)
+    _check_bounded_and_encodable(env, obs, info)
+    for _ in range(2):  # twice: what the first step stored is shown again in the second
+        obs, _, term, trunc, info = env.step(action)
+        _check_bounded_and_encodable(env, obs, info)
+        if term or trunc:
+            break
     env.close()
 
 
@@ -129,8 +188,9 @@ def test_random_strings_never_raise(env_id: str) -> None:
     for _ in range(30):
         n = rng.randint(0, 40)
         action = "".join(chr(rng.randint(1, 0x2FFF)) for _ in range(n))
-        _, _, term, trunc, info = env.step(action)
+        obs, _, term, trunc, info = env.step(action)
         assert isinstance(info["is_action_valid"], bool)
+        _check_bounded_and_encodable(env, obs, info)
         if term or trunc:
             env.reset(seed=rng.randint(0, 100))
     env.close()

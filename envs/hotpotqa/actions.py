@@ -31,14 +31,23 @@ class Invalid:
     reason: str
 
 
+def encodable(text: str) -> str:
+    """``text`` with lone surrogates (legal in a ``str``, not in UTF-8) replaced by ``?``.
+
+    Example:
+        >>> encodable("Paris\ud800").encode("utf-8")
+        b'Paris?'
+    """
+    return text.encode("utf-8", "replace").decode("utf-8")
+
+
 def clean(text: str, limit: int) -> str:
     """Make ``text`` safe to show.
 
     Lone surrogates become ``?``, control characters a space; whitespace is collapsed and the
     result cut to ``limit`` characters, ending with an ellipsis when cut.
     """
-    text = text.encode("utf-8", "replace").decode("utf-8")
-    text = " ".join(_UNPRINTABLE.sub(" ", text).split())
+    text = " ".join(_UNPRINTABLE.sub(" ", encodable(text)).split())
     return text if len(text) <= limit else text[: max(limit - 1, 0)] + "…"
 
 

@@ -18,10 +18,11 @@ three consistency rules:
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from importlib import metadata, resources
+from pathlib import Path
 
+from agent_gym.datafiles import read_json
 from agent_gym.envs.hotpotqa.records import Passage
 
 #: Withdrawn ISO 3166-1 codes (ISO 3166-3) still present in countryinfo's data.
@@ -79,7 +80,7 @@ def _raw_records() -> list[dict]:
     records = []
     for entry in sorted(folder.iterdir(), key=lambda p: p.name):
         if entry.name.endswith(".json"):
-            records.append(json.loads(entry.read_text(encoding="utf-8")))
+            records.append(read_json(Path(str(entry))))
     return records
 
 

@@ -23,7 +23,14 @@ from typing import Any, ClassVar
 from gymnasium.error import ResetNeeded
 
 from agent_gym.core import TextEnv
-from agent_gym.envs.hotpotqa.actions import Answer, Invalid, Search, clean, parse_action
+from agent_gym.envs.hotpotqa.actions import (
+    Answer,
+    Invalid,
+    Search,
+    clean,
+    encodable,
+    parse_action,
+)
 from agent_gym.envs.hotpotqa.prompts import ANSWER_TOOL, PROMPTS, SEARCH_TOOL
 from agent_gym.envs.hotpotqa.records import Question
 from agent_gym.envs.hotpotqa.scoring import score_answer
@@ -31,6 +38,8 @@ from agent_gym.envs.hotpotqa.sources import GENERATED_SOURCE, QASource, open_sou
 from agent_gym.envs.hotpotqa.state import EpisodeState, render_state
 
 SPLITS = ("train", "dev", "test")
+#: ``info["prediction"]`` is the answer cut to this many characters.
+MAX_PREDICTION_CHARS = 1000
 ADMISSIBLE = ["search[<query>]", "answer[<answer>]"]
 ACCEPTED = (
     "Accepted actions: search[<query>] (up to {n} lines, one search per line) or "
@@ -184,7 +193,7 @@ class HotpotQAEnv(TextEnv):
         reward = 0.0
         if isinstance(parsed, Invalid):
             state = self._render()
-            obs = f"{state}\n\n### Feedback\nInvalid action: {parsed.reason}. {accepted}"
+            obs = self._fit(f"{state}\n\n### Feedback\nInvalid action: {parsed.reason}. {accepted}")
             self._last_obs = obs
             return obs, reward, self._done, False, self._info(state, valid=False)
         if isinstance(parsed, Search):
@@ -200,11 +209,12 @@ class HotpotQAEnv(TextEnv):
                 f"{state}\n\n### Result\nYour answer: {clean(parsed.text, 300)}\n"
                 f"Exact match: {self._em:.0f}, F1: {self._f1:.2f}"
             )
+        obs = self._fit(obs)
         self._last_obs = obs
         info = self._info(state, valid=True)
         if isinstance(parsed, Answer):
-            info["prediction"] = parsed.text
-            info["gold_answer"] = self._question.answer
+            info["prediction"] = clean(parsed.text, MAX_PREDICTION_CHARS)
+            info["gold_answer"] = encodable(self._question.answer)
         return obs, float(reward), self._done, False, info
 
     # -- oracle -------------------------------------------------------------------------------
@@ -233,24 +243,33 @@ class HotpotQAEnv(TextEnv):
 
     def _render(self) -> str:
         assert self._state is not None
-        return render_state(
-            self._state, passage_chars=self.passage_chars, budget=self.passages_budget
+        return self._fit(
+            render_state(self._state, passage_chars=self.passage_chars, budget=self.passages_budget)
         )
+
+    def _fit(self, text: str) -> str:
+        """The last guarantee that an observation is in the observation space.
+
+        The state's own bounds keep it far shorter; this cuts only if they are configured
+        absurdly large.
+        """
+        limit = self.observation_space.max_length
+        return text if len(text) <= limit else text[:limit]
 
     def _info(self, state_text: str, *, valid: bool | None = None) -> dict[str, Any]:
         assert self._question is not None and self._source is not None
         score = self._em if self.reward == "em" else self._f1
         info: dict[str, Any] = {
-            "task": self._question.question,
-            "task_id": self._question.id,
+            "task": encodable(self._question.question),
+            "task_id": encodable(self._question.id),
             "anchor_obs": state_text,
             "admissible_actions": [] if self._done else list(ADMISSIBLE),
             "won": self._em == 1.0,
             "score": float(score),
-            "data_source": self._source.data_source,
+            "data_source": encodable(self._source.data_source),
             "em": float(self._em),
             "f1": float(self._f1),
-            "question_type": self._question.type,
+            "question_type": encodable(self._question.type),
         }
         if valid is not None:
             info["is_action_valid"] = valid

@@ -26,6 +26,7 @@ from dataclasses import replace
 from itertools import combinations
 from pathlib import Path
 
+from agent_gym.datafiles import iter_jsonl
 from agent_gym.envs.hotpotqa.countries import (
     Country,
     CountryCorpus,
@@ -315,8 +316,6 @@ def write(directory: Path, passages: list[Passage], questions: list[Question]) -
 
 def read(directory: Path) -> tuple[list[Passage], list[Question]]:
     """Inverse of :func:`write`."""
-    with open(directory / "passages.jsonl", encoding="utf-8") as fh:
-        passages = [Passage(**json.loads(line)) for line in fh]
-    with open(directory / "questions.jsonl", encoding="utf-8") as fh:
-        questions = [Question.from_json(json.loads(line)) for line in fh]
+    passages = [Passage(**rec) for _, rec in iter_jsonl(directory / "passages.jsonl")]
+    questions = [Question.from_json(rec) for _, rec in iter_jsonl(directory / "questions.jsonl")]
     return passages, questions

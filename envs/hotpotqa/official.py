@@ -13,7 +13,11 @@ Formats (as released by the HotpotQA authors):
   HotpotQA sentences keep their leading spaces). This is the format of Agent-R1's
   ``hpqa_corpus.jsonl``.
 
-Malformed input raises :class:`DataFormatError` naming the file, the record and the field.
+Malformed input raises :class:`DataFormatError` naming the file, the record and the field:
+a file that is not UTF-8 or not JSON, a missing or mistyped field, ``supporting_facts`` that is
+not a list of ``[title, sentence_index]`` pairs with integer indices, and (distractor setting)
+a supporting title that is not one of the record's ``context`` paragraphs, which the question
+could then never retrieve.
 """
 
 from __future__ import annotations
@@ -22,11 +26,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+from agent_gym.datafiles import DataFileError, iter_jsonl, read_json
 from agent_gym.envs.hotpotqa.records import Passage, Question
 
 
-class DataFormatError(ValueError):
-    """A data file does not follow the official format."""
+class DataFormatError(DataFileError):
+    """A data file does not follow the official format (or is not UTF-8 JSON)."""
 
 
 def _paragraph_text(value: Any) -> str | None:
@@ -36,6 +41,33 @@ def _paragraph_text(value: Any) -> str | None:
     if isinstance(value, list) and all(isinstance(s, str) for s in value):
         return "".join(value)
     return None
+
+
+def _supporting_titles(where: str, facts: Any) -> tuple[str, ...]:
+    """The distinct titles of ``supporting_facts``, in order, after checking its form."""
+    if facts is None:
+        return ()
+    if not isinstance(facts, list):
+        raise DataFormatError(
+            f"{where}: field 'supporting_facts' must be a list of [title, sentence_index] "
+            f"pairs, got {type(facts).__name__} {json.dumps(facts, ensure_ascii=False)[:60]}"
+        )
+    titles: list[str] = []
+    for j, fact in enumerate(facts):
+        if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str)):
+            raise DataFormatError(
+                f"{where}: field 'supporting_facts'[{j}] must be [title, sentence_index], "
+                f"got {json.dumps(fact, ensure_ascii=False)[:80]}"
+            )
+        index = fact[1]
+        if not isinstance(index, int) or isinstance(index, bool) or index < 0:
+            raise DataFormatError(
+                f"{where}: field 'supporting_facts'[{j}][1] must be a sentence index (an "
+                f"integer >= 0), got {json.dumps(index, ensure_ascii=False)[:40]}"
+            )
+        if fact[0] not in titles:
+            titles.append(fact[0])
+    return tuple(titles)
 
 
 def _question(path: Path, index: int, rec: Any, *, need_context: bool) -> Question:
@@ -76,20 +108,23 @@ def _question(path: Path, index: int, rec: Any, *, need_context: bool) -> Questi
             context.append(Passage(item[0], text))
         if need_context and not context:
             raise DataFormatError(f"{where}: field 'context' is empty")
-    titles: list[str] = []
-    for j, fact in enumerate(rec.get("supporting_facts") or []):
-        if not (isinstance(fact, list) and len(fact) == 2 and isinstance(fact[0], str)):
+    titles = _supporting_titles(where, rec.get("supporting_facts"))
+    if need_context:
+        # In the distractor setting a question searches only its own paragraphs; a supporting
+        # title missing from them (a typo, a record cut short) could never be retrieved.
+        have = {p.title for p in context}
+        missing = [t for t in titles if t not in have]
+        if missing:
             raise DataFormatError(
-                f"{where}: field 'supporting_facts'[{j}] must be [title, sentence_index]"
+                f"{where}: field 'supporting_facts' names {missing[0]!r}, which is not a title "
+                f"in 'context' (its titles: {', '.join(repr(t) for t in sorted(have)[:10])})"
             )
-        if fact[0] not in titles:
-            titles.append(fact[0])
     return Question(
         id=qid,
         question=question,
         answer=answer,
         type=rec.get("type") if isinstance(rec.get("type"), str) else "",
-        supporting_titles=tuple(titles),
+        supporting_titles=titles,
         context=tuple(context),
         level=rec.get("level") if isinstance(rec.get("level"), str) else "",
     )
@@ -107,16 +142,11 @@ def load_questions(path: str | Path, *, need_context: bool = True) -> list[Quest
         The questions in file order.
 
     Raises:
-        DataFormatError: The file is not JSON, not a list, or a record lacks a field.
-        FileNotFoundError: ``path`` does not exist.
+        DataFormatError: The file is missing, not UTF-8, not JSON or not a list, or a record
+            lacks a field or has a malformed one.
     """
     path = Path(path)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as err:
-        raise DataFormatError(
-            f"{path}: not valid JSON (line {err.lineno}, column {err.colno}): {err.msg}"
-        ) from None
+    data = read_json(path, error=DataFormatError)
     if not isinstance(data, list):
         raise DataFormatError(
             f"{path}: expected a JSON list of question records, got {type(data).__name__}"
@@ -136,30 +166,22 @@ def load_corpus(path: str | Path) -> list[Passage]:
     """Read a fullwiki corpus: JSONL with ``title`` and ``text`` per line (blank lines skipped).
 
     Raises:
-        DataFormatError: A line is not a JSON object or lacks ``title``/``text``.
+        DataFormatError: The file is missing or not UTF-8, or a line is not a JSON object or
+            lacks ``title``/``text``.
     """
     path = Path(path)
     passages = []
-    with open(path, encoding="utf-8") as fh:
-        for lineno, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError as err:
-                raise DataFormatError(f"{path}: line {lineno}: not valid JSON: {err.msg}") from None
-            if not isinstance(rec, dict):
-                raise DataFormatError(f"{path}: line {lineno}: expected a JSON object")
-            for key in ("title", "text"):
-                if key not in rec:
-                    raise DataFormatError(f"{path}: line {lineno}: missing key {key!r}")
-            text = _paragraph_text(rec["text"])
-            if not isinstance(rec["title"], str) or text is None:
-                raise DataFormatError(
-                    f"{path}: line {lineno}: 'title' must be a string and 'text' a string or "
-                    "a list of strings"
-                )
-            passages.append(Passage(rec["title"], text))
+    for lineno, rec in iter_jsonl(path, error=DataFormatError):
+        for key in ("title", "text"):
+            if key not in rec:
+                raise DataFormatError(f"{path}: line {lineno}: missing key {key!r}")
+        text = _paragraph_text(rec["text"])
+        if not isinstance(rec["title"], str) or text is None:
+            raise DataFormatError(
+                f"{path}: line {lineno}: 'title' must be a string and 'text' a string or "
+                "a list of strings"
+            )
+        passages.append(Passage(rec["title"], text))
     if not passages:
         raise DataFormatError(f"{path}: the corpus holds no passages")
     return passages

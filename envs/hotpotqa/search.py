@@ -17,6 +17,8 @@ import bm25s
 import numpy as np
 from bm25s.stopwords import STOPWORDS_EN
 
+from agent_gym.datafiles import read_json
+
 _WORD = re.compile(r"\w+")
 _STOPWORDS = frozenset(STOPWORDS_EN)
 _VOCAB_FILE = "vocab.json"
@@ -88,7 +90,7 @@ class BM25Index:
     def load(cls, directory: str | Path) -> BM25Index:
         """Read an index written by :meth:`save`."""
         directory = Path(directory)
-        meta = json.loads((directory / _VOCAB_FILE).read_text(encoding="utf-8"))
+        meta = read_json(directory / _VOCAB_FILE)
         model = bm25s.BM25.load(str(directory), load_vocab=False, show_progress=False)
         return cls(model, meta["vocab"], int(meta["num_docs"]))
 

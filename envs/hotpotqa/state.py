@@ -12,6 +12,9 @@ from dataclasses import dataclass, field
 from agent_gym.envs.hotpotqa.actions import clean
 from agent_gym.envs.hotpotqa.records import Passage
 
+#: Searches listed in the observation (the latest); 5 steps of 4 searches never reach it.
+MAX_SEARCHES_SHOWN = 40
+
 
 @dataclass(frozen=True)
 class Retrieved:
@@ -58,10 +61,15 @@ def render_state(state: EpisodeState, *, passage_chars: int, budget: int) -> str
             dropping the oldest passages; a single passage longer than the budget is cut.
 
     Returns:
-        Sections ``### Question``, ``### Searches so far`` and ``### Retrieved passages``.
+        Sections ``### Question``, ``### Searches so far`` (the latest
+        :data:`MAX_SEARCHES_SHOWN`) and ``### Retrieved passages``. Every piece is cut to a
+        fixed length, so the text is bounded whatever the agent writes.
     """
     lines = ["### Question", clean(state.question, 2000), "", "### Searches so far"]
-    lines += [f"[Search] {clean(q, 300)}" for q in state.searches] or ["(none yet)"]
+    shown = state.searches[-MAX_SEARCHES_SHOWN:]
+    if len(state.searches) > len(shown):
+        lines.append(f"({len(state.searches) - len(shown)} earlier searches not shown)")
+    lines += [f"[Search] {clean(q, 300)}" for q in shown] or ["(none yet)"]
     lines += ["", "### Retrieved passages"]
     blocks: list[str] = []
     used = 0

@@ -45,7 +45,7 @@ from .records import SPLITS, Corpus, Query
 from .reward import precision_recall_f1
 from .search import SearchIndex
 from .selector import Selector, make_selector
-from .text import fit, scrub, scrub_all
+from .text import fit, scrub_all
 
 #: Characters of the user query shown (real queries are a sentence or two).
 MAX_QUERY_CHARS = 4000
@@ -324,13 +324,13 @@ class PaperSearchEnv(TextEnv):
         q, pool = self._query, self._episode.pool
         p, r, f = precision_recall_f1(pool.selected(self.select_threshold), q.gold)
         info = {
-            "task": scrub(q.text),
+            "task": q.text,
             "task_id": q.query_id,
             "anchor_obs": state,
             "admissible_actions": self._admissible(),
             "won": r >= 1.0,
             "score": float(r),
-            "data_source": scrub(self._corpus.data_source),
+            "data_source": self._corpus.data_source,
             "precision": p,
             "recall": r,
             "f1": f,
@@ -339,9 +339,11 @@ class PaperSearchEnv(TextEnv):
         }
         if step:
             info["is_action_valid"] = step["valid"]
-            info["calls"] = scrub_all(step["calls"])
+            info["calls"] = step["calls"]
             info["skipped_lines"] = step["skipped"]
-        return info
+        # Data (a JSON "\ud800" escape, a file name that was not UTF-8) may hold lone
+        # surrogates too: every string of info must encode.
+        return scrub_all(info)
 
     # ----------------------------------------------------------------- helpers
     def expert_action(self) -> str | None:

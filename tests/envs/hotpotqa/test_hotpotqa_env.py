@@ -189,3 +189,21 @@ def test_prompt_templates_render_for_each_format() -> None:
         assert marker in user and user.endswith("Step 1 of 5.")
     assert [t.name for t in HotpotQAEnv.tools] == ["search", "answer"]
     assert HotpotQAEnv.tools[0].command.format(query="Kenya") == "search[Kenya]"
+
+
+def test_long_and_unencodable_answers_are_scored_but_echoed_bounded(env) -> None:
+    _, info = _reset_on(env, "bridge_border_currency")
+    answer = env._question.answer
+    obs, reward, term, _, info = env.step(f"answer[{answer} \ud800{' x' * 50_000}]")
+    assert term and reward == 0.0 and 0 < info["f1"] < 0.01  # scored on the whole text
+    assert len(info["prediction"]) == 1000 and info["prediction"].startswith(f"{answer} ?")
+    assert info["prediction"].encode("utf-8") and obs.encode("utf-8")
+    assert len(obs) < 3000
+
+
+def test_search_history_shows_the_latest_40(env) -> None:
+    env.reset(seed=0)
+    for i in range(12):  # the unwrapped env has no step limit
+        obs, *_ = env.step("\n".join(f"search[q{i} {j} " + "y" * 280 + "]" for j in range(4)))
+    assert "(8 earlier searches not shown)\n[Search] q2 0 yyy" in obs
+    assert obs.count("[Search] ") == 40

@@ -100,6 +100,21 @@ GOOD = json.loads(DISTRACTOR.read_text(encoding="utf-8"))[0]
         ([{k: v for k, v in GOOD.items() if k != "context"}], "missing field 'context'"),
         ([{**GOOD, "context": [["Spain"]]}], "field 'context'[0] must be [title, [sentence, ...]]"),
         ([{**GOOD, "supporting_facts": [[1, 0]]}], "field 'supporting_facts'[0]"),
+        (
+            [{**GOOD, "supporting_facts": "Spain"}],
+            "field 'supporting_facts' must be a list of [title, sentence_index] pairs, got str",
+        ),
+        (
+            [{**GOOD, "supporting_facts": [["Spain", "1"]]}],
+            "field 'supporting_facts'[0][1] must be a sentence index (an integer >= 0), got \"1\"",
+        ),
+        ([{**GOOD, "supporting_facts": [["Spain", 1.0]]}], "'supporting_facts'[0][1] must be"),
+        ([{**GOOD, "supporting_facts": [["Spain", True]]}], "'supporting_facts'[0][1] must be"),
+        ([{**GOOD, "supporting_facts": [["Spain", -1]]}], "'supporting_facts'[0][1] must be"),
+        (
+            [{**GOOD, "supporting_facts": [["Spain", 1], ["Madrid (city)", 0]]}],
+            "field 'supporting_facts' names 'Madrid (city)', which is not a title in 'context'",
+        ),
         ([GOOD, GOOD], "record 1: duplicate _id 'fx0001'"),
     ],
 )
@@ -131,3 +146,28 @@ def test_corpus_needs_official_data() -> None:
     env = HotpotQAEnv(corpus=str(CORPUS))
     with pytest.raises(ValueError, match="only used with an official"):
         env.reset(seed=0)
+
+
+def test_supporting_titles_may_be_absent_from_a_fullwiki_context() -> None:
+    # Fullwiki records carry retrieved paragraphs (fw0001: only Lisbon) and search the corpus.
+    (q, _) = load_questions(FULLWIKI, need_context=False)
+    assert q.supporting_titles == ("Spain", "Madrid") and [p.title for p in q.context] == ["Lisbon"]
+    with pytest.raises(DataFormatError, match="names 'Spain', which is not a title in 'context'"):
+        load_questions(FULLWIKI)
+
+
+def test_non_utf8_files_name_file_and_line(tmp_path) -> None:
+    data = _write(tmp_path, "")
+    data.write_bytes(
+        DISTRACTOR.read_bytes().replace(b"Manzanares", "Manzanar\u00e9s".encode("latin-1"))
+    )
+    with pytest.raises(DataFormatError, match=r"bad.json: not UTF-8 text \(byte 0xe9 at offset"):
+        load_questions(data)
+    corpus = tmp_path / "corpus.jsonl"
+    corpus.write_bytes(
+        CORPUS.read_bytes() + '{"title": "S\u00e3o Paulo", "text": "x"}\n'.encode("latin-1")
+    )
+    with pytest.raises(DataFormatError, match=r"corpus.jsonl: line 10: not UTF-8 text"):
+        load_corpus(corpus)
+    with pytest.raises(DataFormatError, match="absent.jsonl: no such file"):
+        load_corpus(tmp_path / "absent.jsonl")

@@ -17,7 +17,7 @@ OpenEnv has no stateful HTTP session API, so for agents that speak plain HTTP (`
 module adds ``/sessions`` routes that share the server's session pool, cap and idle timeout:
 ``POST /sessions`` -> ``{"session_id"}``; ``POST /sessions/{id}/reset`` with
 ``{"seed", "options"}``; ``POST /sessions/{id}/step`` with ``{"action": {"command": ...}}``;
-``DELETE /sessions/{id}``. ``GET /agent_gym/spec`` describes the served env (id, step limit,
+``GET /sessions/{id}`` (step count, times); ``DELETE /sessions/{id}``. ``GET /agent_gym/spec`` describes the served env (id, step limit,
 tools, prompt templates) so a remote client can rebuild the same prompts.
 
 Every reset and step answers OpenEnv's observation layout::
@@ -361,6 +361,13 @@ class TextEnvServer(HTTPEnvServer):
             self._update_session_activity(session_id, increment_step=True)
             return serialize_observation(observation)
 
+        @app.get("/sessions/{session_id}", tags=["HTTP sessions"])
+        async def describe_session(session_id: str) -> dict[str, Any]:
+            """The session's step count and times (does not count as activity)."""
+            self._session_env(session_id)
+            info = self.get_session_info(session_id)
+            return info.model_dump() if info is not None else {"session_id": session_id}
+
         @app.delete("/sessions/{session_id}", status_code=204, tags=["HTTP sessions"])
         async def close_session(session_id: str) -> Response:
             """Close the session and its env."""
@@ -521,6 +528,7 @@ def serve(
     sock = socket.socket(family, kind, proto)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(address)
+    sock.listen(2048)  # before the URL is printed, so a client reading it can connect at once
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if ":" in host else host
     limit = "none" if idle_timeout is None else f"{idle_timeout:g} s"

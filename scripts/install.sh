@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Set up (or refresh) the project's virtual environment at .venv for CPU machines.
 #
-#   bash scripts/install.sh            # env side + training + dev tools + ray (CPU torch)
+#   bash scripts/install.sh            # env side + training + dev tools + ray, OpenEnv, TRL (CPU torch)
 #   EXTRAS=train,dev,openai bash scripts/install.sh
 #
 # torch is pinned to the CPU wheel through constraints-cpu.txt: an unpinned `torch`
@@ -11,7 +11,7 @@
 # The install is skipped when nothing it depends on changed since the last run.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-EXTRAS="${EXTRAS:-train,dev,ray}"
+EXTRAS="${EXTRAS:-train,dev,ray,openenv,trl}"
 PY="${PYTHON:-python3}"
 VENV=.venv
 stamp_src=$(cat pyproject.toml constraints-cpu.txt scripts/install.sh; echo "$EXTRAS")

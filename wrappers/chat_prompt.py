@@ -24,6 +24,7 @@ import jinja2
 from agent_gym.core import ENV_STEP_TOOL, GENERIC_SYSTEM, GENERIC_USER, PromptTemplates
 from agent_gym.spaces import Messages
 from agent_gym.wrappers.action_formats import admissible_actions
+from agent_gym.wrappers.parse_action import step_limit
 
 #: The prompt of an env that defines no ``prompt_templates`` (the generic one agent-gym's own
 #: envs start from): task, recent history, current observation, admissible actions.
@@ -167,9 +168,7 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         self.tool_schemas: list[dict[str, Any]] = [
             tool.schema() for tool in (_wrapper_attr(env, "tools") or (ENV_STEP_TOOL,))
         ]
-        self.max_steps: int | None = _wrapper_attr(env, "max_episode_steps") or (
-            env.spec.max_episode_steps if env.spec is not None else None
-        )
+        self.max_steps: int | None = _wrapper_attr(env, "max_episode_steps") or step_limit(env)
         self.observation_space = Messages()
         self._history: deque[dict[str, str]] = deque(maxlen=history_length or None)
         self._obs = ""

@@ -70,9 +70,9 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             ``"join"`` if the env takes several commands per step
             (``env.unwrapped.max_parallel_calls > 1``), else ``"first"``.
         max_calls: Most calls ``"join"`` accepts; default ``env.unwrapped.max_parallel_calls``.
-        max_episode_steps: Step limit counted here; default ``env.spec.max_episode_steps``,
-            else the env's own ``max_episode_steps`` attribute (a remote env reports its
-            server's limit there); ``None``: no limit of its own.
+        max_episode_steps: Step limit counted here; default :func:`step_limit` (the env
+            spec's, a ``TimeLimit`` layer's, or the env's own ``max_episode_steps``
+            attribute, as a remote env reports its server's limit); ``None``: no limit.
         match: ``"strict"`` (default): the parsed command goes to the env as written.
             ``"admissible"``: each parsed call is read leniently
             (:func:`~agent_gym.wrappers.action_formats.match_admissible`: first non-empty
@@ -135,10 +135,8 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         self.max_calls = parallel if max_calls is None else max_calls
         if self.max_calls < 1:
             raise ValueError(f"max_calls must be >= 1, got {self.max_calls}")
-        if max_episode_steps is None and env.spec is not None:
-            max_episode_steps = env.spec.max_episode_steps
         if max_episode_steps is None:
-            max_episode_steps = getattr(env.unwrapped, "max_episode_steps", None)
+            max_episode_steps = step_limit(env)
         self.max_episode_steps: int | None = max_episode_steps
         self._elapsed_steps = 0
         self._last_obs: str | None = None
@@ -197,3 +195,20 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
 
     def _limit_reached(self) -> bool:
         return self.max_episode_steps is not None and self._elapsed_steps >= self.max_episode_steps
+
+
+def step_limit(env: gym.Env) -> int | None:
+    """The env's step limit, or None if it has none.
+
+    ``env.spec.max_episode_steps``, else the limit of the outermost ``TimeLimit`` wrapper (one
+    applied by hand has no spec to record it in), else the base env's ``max_episode_steps``
+    attribute (:class:`agent_gym.remote.OpenEnvTextEnv` reports its server's limit there).
+    """
+    if env.spec is not None and env.spec.max_episode_steps:
+        return env.spec.max_episode_steps
+    layer = env
+    while isinstance(layer, gym.Wrapper):
+        if isinstance(layer, gym.wrappers.TimeLimit):
+            return getattr(layer, "_max_episode_steps", None)
+        layer = layer.env
+    return getattr(env.unwrapped, "max_episode_steps", None)

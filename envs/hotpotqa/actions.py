@@ -32,7 +32,7 @@ class Invalid:
 
 
 def encodable(text: str) -> str:
-    """``text`` with lone surrogates (legal in a ``str``, not in UTF-8) replaced by ``?``.
+    r"""``text`` with lone surrogates (legal in a ``str``, not in UTF-8) replaced by ``?``.
 
     Example:
         >>> encodable("Paris\ud800").encode("utf-8")

@@ -8,7 +8,7 @@ the pool. Each call is rewarded with the relevance of the papers it newly found,
 cost; by default a step's calls are charged as Agent-R1's ``recipes/paper_search`` charges
 its concurrent calls (``accounting="agent_r1"``; ``"paperscout"`` is the earlier
 PaperScout-style accounting, see :mod:`.accounting`). The episode ends on ``finish[]``, on a
-step without any valid call (as upstream), or at the step limit.
+step without any valid call (upstream: on a reply without tool calls), or at the step limit.
 
 >>> import gymnasium as gym, agent_gym
 >>> env = gym.make("AgentR1/PaperSearch-v0")
@@ -109,7 +109,9 @@ class PaperSearchEnv(TextEnv):
             precision, recall and F1.
         abstract_words: Abstracts in the paper list are cut to this many words
             (upstream: 400; the generated abstracts are about 70 words).
-        end_on_invalid: End the episode on a step without any valid call (upstream).
+        end_on_invalid: End the episode on a step without any valid call (upstream ends on a
+            reply without tool calls, and runs a reply whose calls are all invalid as a
+            0-reward step).
         n_papers: Size of the generated corpus.
         n_queries: Queries of the generated corpus (80/10/10 train/dev/test).
         corpus_seed: Seed of the generated corpus (not of the episode: that is ``reset``'s).

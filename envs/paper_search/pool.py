@@ -77,7 +77,7 @@ class PaperPool:
 
         As upstream's ``PaperPool.paper_list``: at most ``n_expanded`` expanded and
         ``n_new`` unexpanded papers, each group the highest-scoring, merged and sorted by
-        score (ties: earlier arrival first).
+        score. Ties go to the earlier arrival (upstream: expanded first, then the larger id).
         """
         ranked = sorted(self._entries.values(), key=lambda e: (-e.score, e.order))
         expanded = [e for e in ranked if e.expanded][:n_expanded]

@@ -80,7 +80,8 @@ def test_prompt_templates_render_for_every_action_format(fmt: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "module", ["actions", "corpus", "loader", "pool", "reward", "search", "selector"]
+    "module",
+    ["accounting", "actions", "corpus", "loader", "pool", "reward", "search", "selector", "text"],
 )
 def test_docstring_examples(module: str) -> None:
     mod = importlib.import_module(f"agent_gym.envs.paper_search.{module}")

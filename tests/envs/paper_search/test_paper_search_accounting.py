@@ -13,7 +13,9 @@ compared ignoring case and spacing, calls run one after another.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import random
 from pathlib import Path
 
 import pytest
@@ -163,3 +165,89 @@ def test_expand_skips_linked_papers_without_abstract(tmp_path) -> None:
     # The follow-up (gold, 1.0) has no abstract: Agent-R1's expand leaves it out.
     assert run("agent_r1") == [1.0, 0.0]
     assert run("paperscout") == [0.9, 0.95]
+
+
+class RecipeModel:
+    """An asyncio model of how Agent-R1's runtime schedules the calls of one step.
+
+    Not the recipe's code: a small re-statement of its scheduling. Every call is a coroutine
+    started by ``asyncio.gather``; what a call checks before its first ``await`` (a repeated
+    search, an expand's pool lookup and mark) sees the state as the step began, and what it
+    does after its replies (adding papers, recording the query) happens later, in the order
+    the replies arrive. ``asyncio.sleep(0)`` stands for each network round trip, so replies
+    arrive in call order, the order the env credits shared papers in.
+    """
+
+    def __init__(self, env: PaperSearchEnv) -> None:
+        self.env = env
+        self.pool: dict[str, bool] = {}  # paper id -> expanded
+        self.searched: set[str] = set()
+        self.history: list[str] = []
+
+    async def _keep(self, ids: list[str]) -> float:
+        new = [pid for pid in dict.fromkeys(ids) if pid not in self.pool]
+        await asyncio.sleep(0)  # the selector requests
+        papers = [self.env.corpus.paper(pid) for pid in new]
+        scores = self.env.selector.score(self.env.query, papers)
+        kept = []
+        for pid, s in zip(new, scores):
+            if s >= 0.01 and pid not in self.pool:
+                self.pool[pid] = False
+                kept.append(s)
+        return round(sum(sorted(kept, reverse=True)[:3]), 6) if kept else 0.0
+
+    async def search(self, query: str) -> float:
+        if query in self.searched:
+            return -0.5
+        await asyncio.sleep(0)  # the search request
+        found = [self.env.corpus.papers[i].paper_id for i in self.env._index.search(query, 10)]
+        reward = await self._keep(found)
+        self.searched.add(query)
+        return reward
+
+    async def expand(self, pid: str) -> float:
+        if pid not in self.pool or self.pool[pid]:
+            return -0.5
+        self.pool[pid] = True
+        await asyncio.sleep(0)  # the citations and references requests
+        corpus = self.env.corpus
+        linked = [x for x in corpus.neighbours(pid, 30) if corpus.paper(x).abstract]
+        return await self._keep(linked)
+
+    def step(self, calls: list[tuple[str, str]]) -> float:
+        async def run() -> list[float]:
+            tasks = []
+            for tool, arg in calls:
+                self.history.append(f"[{tool.title()}] {arg}")
+                tasks.append(self.search(arg) if tool == "search" else self.expand(arg))
+            return await asyncio.gather(*tasks)
+
+        return round(sum(asyncio.run(run())), 6)
+
+
+def test_agent_r1_accounting_matches_a_concurrent_model_of_the_recipe() -> None:
+    env = PaperSearchEnv(split="dev")
+    rng = random.Random(0)
+    steps = 0
+    for episode in range(40):
+        _, info = env.reset(seed=episode)
+        model = RecipeModel(env)
+        words = info["task"].split()
+        for _ in range(5):
+            calls = []
+            for _ in range(rng.randint(1, 5)):
+                known = sorted(model.pool)
+                if known and rng.random() < 0.5:
+                    calls.append(("expand", rng.choice(known)))
+                else:  # overlapping queries, with case and spacing variants of the same words
+                    q = " ".join(rng.sample(words, min(len(words), rng.randint(1, 4))))
+                    calls.append(("search", rng.choice([q, q.upper(), q.replace(" ", "  ")])))
+            if rng.random() < 0.3:
+                calls.append(calls[0])  # the same call twice in one step
+                calls = calls[:5]
+            _, reward, *_, info = env.step("\n".join(f"{t}[{a}]" for t, a in calls))
+            assert reward == model.step(calls), (episode, calls)
+            assert set(env._episode.pool.ids()) == set(model.pool)
+            assert env._episode.history == [h.replace("  ", " ") for h in model.history]
+            steps += 1
+    assert steps == 200

@@ -41,16 +41,18 @@ from urllib.parse import parse_qs, urlsplit
 from agent_gym.envs.webshop.env import WebShopEnv
 
 #: Sessions kept in all; past this (and none expired) a new session is refused with 503.
-MAX_SESSIONS = 1024
+MAX_SESSIONS = 4096
 #: Sessions one client keeps; its least recently used one is dropped beyond this.
-MAX_SESSIONS_PER_CLIENT = 64
+MAX_SESSIONS_PER_CLIENT = 16
 #: Sessions kept per IP address for clients that have not sent their cookie back (yet): a
 #: script that ignores cookies, or many clients arriving at once.
 MAX_UNCONFIRMED_PER_IP = 256
 #: A session unused this many seconds is dropped.
 SESSION_IDLE_S = 3600.0
-#: Pending connections the kernel queues (``listen`` backlog); the stdlib default is 5.
-LISTEN_BACKLOG = 128
+#: Pending connections the kernel queues (``listen`` backlog; Linux caps it at
+#: ``net.core.somaxconn``). The stdlib default, 5, overflowed at 200 concurrent clients, and
+#: 128 still overflowed there on 2 cores.
+LISTEN_BACKLOG = 1024
 #: A connection that sends nothing for this many seconds is closed.
 IDLE_TIMEOUT_S = 30.0
 #: Cookie naming the client.
@@ -119,11 +121,20 @@ class _Sessions:
         with self._lock:
             self._forget(client)
 
-    def _make_room(self, client: str, ip: str | None) -> None:
-        """Drop expired sessions, then the client's own oldest; refuse when all are live."""
+    def _expire(self) -> None:
         cutoff = time.monotonic() - self.idle_s
         while self._all and next(iter(self._all.values())).last_used < cutoff:
             self._drop(next(iter(self._all)))
+
+    def _check_room(self, client: str) -> None:
+        """Raise :class:`SessionsFull` if ``client`` could not get a session now."""
+        self._expire()
+        if len(self._all) >= self.max_sessions and client not in self._by_client:
+            raise SessionsFull(f"all {self.max_sessions} sessions are in use; try again later")
+
+    def _make_room(self, client: str, ip: str | None) -> None:
+        """Drop expired sessions, then the client's own oldest; refuse when all are live."""
+        self._expire()
         while len(self._by_client.get(client, ())) >= self.per_client:
             self._drop(next(iter(self._by_client[client])))
         while ip is not None and len(self._unconfirmed.get(ip, ())) >= MAX_UNCONFIRMED_PER_IP:
@@ -138,13 +149,13 @@ class _Sessions:
     def new(self, client: str, seed: int | None, task_id: str | None, ip: str | None) -> str:
         """Open a session for ``client``; ``ip`` is given when its cookie was just issued."""
         with self._lock:
-            self._make_room(client, ip)  # fail fast, before building an env
+            self._check_room(client)  # fail fast, before building an env (takes nothing)
         sid = secrets.token_hex(8)
         env = WebShopEnv(**self.env_kwargs)
         env.link_prefix = f"/s/{sid}"
         env.reset(seed=seed, options={"task_id": task_id} if task_id else None)
         with self._lock:
-            self._make_room(client, ip)  # others may have added sessions meanwhile
+            self._make_room(client, ip)
             self._all[sid] = _Entry(env, client)
             self._by_client.setdefault(client, OrderedDict())[sid] = None
             if ip is not None and client not in self._ip_of:

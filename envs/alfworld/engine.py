@@ -40,6 +40,28 @@ def _reuse_free_lib() -> Iterator[None]:
         fast_downward.load_lib = load_lib
 
 
+def forget_interned_logic() -> int:
+    """Empty TextWorld's process-wide intern table of logic objects; return how many it held.
+
+    ``textworld.logic`` builds ``Signature`` and ``Proposition`` through the ``mementos``
+    metaclass, which keeps every instance ever made in one module-level dict
+    (``mementos.core._memento_cache``) that nothing ever empties: about 1,200 entries (1.1-1.5
+    MB) per distinct ALFWorld game, for the life of the process. Interning is only a shortcut:
+    both classes are immutable and compare and hash by value, and nothing in TextWorld tests
+    them by identity, so after the table is emptied new instances are equal to the old ones
+    and every output stays byte-identical (``tests/envs/alfworld/test_memory.py`` replays games
+    across loads against stock TextWorld). Objects still held by a loaded game stay valid.
+    """
+    import mementos.core
+
+    table = getattr(mementos.core, "_memento_cache", None)
+    if not isinstance(table, dict):  # pragma: no cover - another mementos version
+        return 0
+    held = len(table)
+    table.clear()
+    return held
+
+
 @contextlib.contextmanager
 def _engine_call() -> Iterator[None]:
     # fast-downward's translator overwrites sys.argv (for its option parser); keep the host
@@ -78,14 +100,22 @@ class Engine:
         with _reuse_free_lib():
             self._tw = PddlEnv(textworld.EnvInfos(won=True, admissible_commands=True))
         self.game_key: str | None = None
+        self._loaded = False  # fast-downward holds a task (close() must free it)
         self._closed = False
 
     def load(self, key: str, data: dict[str, Any]) -> None:
-        """Load a game (parsed ``game.tw-pddl`` JSON) unless ``key`` is already loaded."""
+        """Load a game (parsed ``game.tw-pddl`` JSON) unless ``key`` is already loaded.
+
+        Loading a new game first empties TextWorld's intern table (:func:`forget_interned_logic`),
+        which otherwise grows by every game a process ever plays.
+        """
         if key == self.game_key:
             return
         from alfworld.agents.utils.misc import Demangler
 
+        forget_interned_logic()
+        self.game_key = None  # a load that fails half-way leaves no game loaded
+        self._loaded = True  # even a failed load may have handed fast-downward a task
         with _engine_call():
             self._tw.load(data)
         # ALFWorld's AlfredDemangler: "cabinet_bar__plus_00_dot_06..." -> "cabinet 3".
@@ -110,6 +140,22 @@ class Engine:
             state, _, _ = self._tw.step(command)
         return state.feedback, state["admissible_commands"], bool(state["won"])
 
+    def task_plan(self, goal: Any) -> list[str] | None:
+        """The task-structured planner's commands from the current state (milliseconds).
+
+        Args:
+            goal: The game's :class:`.expert.Goal`.
+
+        Returns:
+            See :func:`.expert.plan` (``None``: the task's structure has no plan here).
+        """
+        from agent_gym.envs.alfworld import expert
+
+        world = expert.World.from_facts(self._tw._pddl_state.facts)
+        names = {key: info.name for key, info in self._tw._entity_infos.items()}
+        templates = {name: action.template for name, action in self._tw._logic.actions.items()}
+        return expert.plan(goal, world, names, templates)
+
     def plan(self) -> list[str]:
         """Commands that solve the game from the current state (fast-downward; can take seconds).
 
@@ -127,7 +173,7 @@ class Engine:
             return
         self._closed = True
         lib = self._tw.downward_lib
-        if self.game_key is not None:
+        if self._loaded:
             lib.cleanup()  # frees the loaded task; the next engine's load_sas starts afresh
         with _free_lock:
             _free_libs.append(lib)

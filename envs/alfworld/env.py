@@ -18,12 +18,15 @@ from collections.abc import Iterable
 from typing import Any, ClassVar
 
 from agent_gym.core import ENV_STEP_TOOL, PromptTemplates, TextEnv, ToolSpec
+from agent_gym.envs.alfworld import expert
+from agent_gym.envs.alfworld.gamefile import load_error
 from agent_gym.envs.alfworld.games import (
     DEFAULT_NUM_GAMES,
     GENERATED_SOURCE,
     SPLITS,
     GameRecord,
     GeneratedGames,
+    check_count,
     check_split,
     check_task_types,
 )
@@ -37,6 +40,13 @@ TASK_PREFIX = "Your task is to: "
 _READ_ONLY = ("look", "inventory", "help", "examine ")
 
 
+def _encodable(text: str) -> str:
+    """``text`` without what UTF-8 cannot encode (lone surrogates from a game file or path)."""
+    if text.isascii():
+        return text
+    return text.encode("utf-8", "ignore").decode("utf-8")
+
+
 class ALFWorldEnv(TextEnv):
     """ALFWorld household tasks (six task types) on TextWorld's PDDL engine.
 
@@ -45,12 +55,20 @@ class ALFWorldEnv(TextEnv):
         split: ``"train"``, ``"valid_seen"`` or ``"valid_unseen"``.
         num_games: Number of games in the split (generated default: 3553 / 140 / 134, the
             official split sizes; official data: all solvable games).
-        task_types: Keep only these of the six task types.
+        task_types: Keep only this task type or these (default: the six).
         expert_plan: Add ``info["expert_plan"]``, the commands that solve the game from the
-            current state (the game's walkthrough while the agent follows it, else a
-            fast-downward planner call that can take seconds).
+            current state (see :meth:`expert_action`).
         generator_seed: Seed of the generated game set.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
+
+    Raises:
+        ValueError: An argument is malformed (the message names it and its value); checked
+            here, before any game is read.
+
+    Attributes:
+        expert_source: Who made the expert's current plan: ``"walkthrough"`` (the game's
+            own), ``"task_planner"`` (:mod:`.expert`, milliseconds) or ``"fast_downward"``
+            (TextWorld's planner, the fallback); ``None`` before the expert is asked.
 
     Example:
         >>> import gymnasium as gym, agent_gym
@@ -77,8 +95,13 @@ class ALFWorldEnv(TextEnv):
         render_mode: str | None = None,
     ) -> None:
         super().__init__(render_mode=render_mode)
+        if not isinstance(data, (str, os.PathLike)):
+            raise ValueError(
+                f"data must be 'generated' or the path of a json_2.1.1 folder, got {data!r}"
+            )
         self.split = check_split(split)
         self.task_types = check_task_types(task_types)
+        num_games = check_count("num_games", num_games)
         self.expert_plan = bool(expert_plan)
         if str(data) == "generated":
             self.games: Any = GeneratedGames(split, num_games, self.task_types, generator_seed)
@@ -89,7 +112,9 @@ class ALFWorldEnv(TextEnv):
         self._engine: Any = None
         self._record: GameRecord | None = None
         self._walkthrough: list[str] | None = None
+        self._goal: expert.Goal | None = None
         self._plan: list[str] | None = None
+        self.expert_source: str | None = None
         self._reset_state()
 
     def _reset_state(self) -> None:
@@ -107,6 +132,8 @@ class ALFWorldEnv(TextEnv):
 
         Raises:
             ValueError: ``options["task_id"]`` names no game of this env's set.
+            GameFileError: The game file is malformed or TextWorld cannot load it (the
+                message names the file and what is wrong).
         """
         super().reset(seed=seed)
         task_id = (options or {}).get("task_id")
@@ -117,11 +144,18 @@ class ALFWorldEnv(TextEnv):
         record = self.games.record(k)
         engine = self._get_engine()
         data = record.read()
-        engine.load(record.task_id, data)
-        obs, admissible, won = engine.reset()
+        try:
+            engine.load(record.task_id, data)
+            obs, admissible, won = engine.reset()
+        except Exception as err:  # TextWorld's parsers name no file; say which one failed
+            self._record = None
+            raise load_error(record.path, err) from err
         self._record = record
         self._walkthrough = data.get("walkthrough")
+        self._goal = expert.parse_goal(record.task_type, data["pddl_problem"])
         self._plan = list(self._walkthrough) if self._walkthrough else None
+        self.expert_source = "walkthrough" if self._plan else None
+        obs = self._observation(obs)
         self._task = obs.split(TASK_PREFIX, 1)[1].strip() if TASK_PREFIX in obs else ""
         self._anchor, self._admissible, self._won = obs, admissible, won
         self._last_obs = obs
@@ -137,7 +171,7 @@ class ALFWorldEnv(TextEnv):
         was_won = self._won
         if valid:
             obs, self._admissible, self._won = self._engine.step(command)
-            self._anchor = obs
+            obs = self._anchor = self._observation(obs)
             self._advance_plan(command)
         else:
             # Not admissible: TextWorld would answer "Nothing happens." without changing the
@@ -162,7 +196,11 @@ class ALFWorldEnv(TextEnv):
         """Next command of a scripted expert from the current state (``None`` once won).
 
         While the agent follows the game's walkthrough, this is the walkthrough's next step
-        (free); after any other state change, fast-downward replans from the current state.
+        (free). After any other state change (or on games without a walkthrough), the
+        task-structured planner of :mod:`.expert` replans from the current PDDL facts in
+        milliseconds, and its plan is followed while the agent follows it; only where that
+        planner has no plan whose next command is admissible does fast-downward replan
+        (seconds to minutes on large kitchens). :attr:`expert_source` says which one spoke.
         """
         plan = self._expert_plan()
         return plan[0] if plan else None
@@ -172,9 +210,16 @@ class ALFWorldEnv(TextEnv):
             raise RuntimeError("call reset() before asking for the expert")
         if self._won:
             return []
-        if self._plan is None:
-            self._plan = self._engine.plan()
-        return list(self._plan)
+        if self._plan and self._plan[0] in self._admissible:
+            return list(self._plan)
+        plan = self._engine.task_plan(self._goal) if self._goal is not None else None
+        if plan and plan[0] in self._admissible:
+            self.expert_source = "task_planner"
+        else:
+            plan = self._engine.plan()
+            self.expert_source = "fast_downward"
+        self._plan = plan
+        return list(plan)
 
     def _advance_plan(self, command: str) -> None:
         if self._plan and command == self._plan[0]:
@@ -191,21 +236,25 @@ class ALFWorldEnv(TextEnv):
             self._engine = Engine()
         return self._engine
 
+    def _observation(self, text: str) -> str:
+        """Game text as the agent gets it: UTF-8-encodable, within the observation space."""
+        return _encodable(text)[: self.observation_space.max_length]
+
     def _info(self) -> dict[str, Any]:
         assert self._record is not None
         info: dict[str, Any] = {
             "task": self._task,
-            "task_id": self._record.task_id,
+            "task_id": _encodable(self._record.task_id),
             "task_type": self._record.task_type,
             "anchor_obs": self._anchor,
-            "admissible_actions": list(self._admissible),
+            "admissible_actions": [_encodable(a) for a in self._admissible],
             "won": self._won,
             "score": 1.0 if self._won else 0.0,
             "data_source": self._record.data_source,
-            "game_file": str(self._record.path),
+            "game_file": _encodable(str(self._record.path)),
         }
         if self.expert_plan:
-            info["expert_plan"] = self._expert_plan()
+            info["expert_plan"] = [_encodable(a) for a in self._expert_plan()]
         return info
 
     # -- Data -----------------------------------------------------------------------------------

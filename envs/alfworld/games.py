@@ -8,13 +8,14 @@ Both the generated set and the official loader (:mod:`.official`) hand the env
 from __future__ import annotations
 
 import functools
-import json
+import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from agent_gym.envs.alfworld import generator
+from agent_gym.envs.alfworld.gamefile import read_game
 from agent_gym.envs.alfworld.scenes import TASK_TYPES
 from agent_gym.paths import cache_dir, params_key
 
@@ -45,28 +46,68 @@ class GameRecord:
     data_source: str
 
     def read(self) -> dict[str, Any]:
-        """The parsed ``game.tw-pddl`` (pddl_domain, grammar, pddl_problem, solvable, ...)."""
-        return json.loads(self.path.read_text(encoding="utf-8"))
+        """The parsed ``game.tw-pddl`` (pddl_domain, grammar, pddl_problem, solvable, ...).
+
+        Raises:
+            GameFileError: The file is malformed (the message names it and the fault).
+        """
+        return read_game(self.path)
 
 
 def check_split(split: str) -> str:
     """Return ``split`` if it is an ALFWorld split, else raise :class:`ValueError`."""
-    if split not in SPLITS:
+    if not isinstance(split, str) or split not in SPLITS:
         raise ValueError(f"unknown split {split!r}; use one of {', '.join(SPLITS)}")
     return split
 
 
-def check_task_types(task_types: Iterable[str] | None) -> tuple[str, ...]:
-    """Validate a task-type filter (``None`` = all six, in upstream order)."""
+def check_task_types(task_types: str | Iterable[str] | None) -> tuple[str, ...]:
+    """Validate a task-type filter: ``None`` (all six), one task type, or several.
+
+    Returns:
+        The chosen types in upstream order.
+
+    Raises:
+        ValueError: A type is unknown or none is given (the message lists the six).
+    """
     if task_types is None:
         return TASK_TYPES
-    chosen = tuple(task_types)
+    if isinstance(task_types, str):
+        chosen: tuple = (task_types,)  # one type, not its characters
+    else:
+        try:
+            chosen = tuple(task_types)
+        except TypeError:
+            chosen = (task_types,)
     unknown = [t for t in chosen if t not in TASK_TYPES]
     if unknown or not chosen:
         raise ValueError(
-            f"unknown task types {unknown or chosen!r}; choose from {', '.join(TASK_TYPES)}"
+            f"task_types={task_types!r}: unknown task types {unknown or list(chosen)!r}; "
+            f"choose from {', '.join(TASK_TYPES)}"
         )
     return tuple(t for t in TASK_TYPES if t in chosen)
+
+
+def check_count(name: str, value: Any, minimum: int | None = 1) -> int | None:
+    """Return ``value`` as an int (``None`` stays ``None``), else raise naming the argument.
+
+    Raises:
+        ValueError: ``value`` is not a whole number (``"ten"``, ``2.5``, ``True``) or is
+            below ``minimum``.
+    """
+    if value is None:
+        return None
+    try:
+        if isinstance(value, bool):
+            raise TypeError
+        number = operator.index(value)
+    except TypeError:
+        raise ValueError(
+            f"{name} must be a whole number or None, got {value!r} ({type(value).__name__})"
+        ) from None
+    if minimum is not None and number < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {number}")
+    return number
 
 
 @functools.lru_cache(maxsize=1)
@@ -117,11 +158,10 @@ class GeneratedGames:
         seed: int = 0,
     ) -> None:
         self.split = check_split(split)
-        total = DEFAULT_NUM_GAMES[split] if num_games is None else int(num_games)
-        if total < 1:
-            raise ValueError(f"num_games must be >= 1, got {num_games}")
+        count = check_count("num_games", num_games)
+        total = DEFAULT_NUM_GAMES[split] if count is None else count
         types = set(check_task_types(task_types))
-        self.seed = seed
+        self.seed = check_count("generator_seed", seed, minimum=None) or 0
         self.root = generated_root(seed)
         self._indices = [i for i in range(total) if TASK_TYPES[i % len(TASK_TYPES)] in types]
         if not self._indices:

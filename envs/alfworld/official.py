@@ -9,14 +9,15 @@ the same rules and sorts the result (upstream's order is the filesystem's).
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
 
+from agent_gym.envs.alfworld.gamefile import GameFileError, game_fault, read_object
 from agent_gym.envs.alfworld.games import (
     GENERATED_SOURCE,
     GameRecord,
+    check_count,
     check_split,
     check_task_types,
 )
@@ -53,21 +54,12 @@ def resolve_root(data: str | os.PathLike[str]) -> Path:
     return path
 
 
-def _read_json(path: Path) -> dict:
-    try:
-        with open(path, encoding="utf-8") as f:
-            data = json.load(f)
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
-        raise ValueError(f"ALFWorld data file {str(path)!r} is not valid JSON: {err}") from err
-    if not isinstance(data, dict):
-        raise ValueError(f"ALFWorld data file {str(path)!r} should hold a JSON object")
-    return data
-
-
 class OfficialGames:
     """The solvable games of one split of an official ``json_2.1.1`` folder.
 
-    The folder is walked on first use (reading every game file, as upstream does).
+    The folder is walked on first use (reading every game file, as upstream does); each kept
+    game file is checked then (:func:`.gamefile.game_fault`), so a malformed one fails with its
+    path before any game is played.
 
     Args:
         data: The ``json_2.1.1`` folder (or its parent).
@@ -83,10 +75,10 @@ class OfficialGames:
         task_types: Iterable[str] | None = None,
         num_games: int | None = None,
     ) -> None:
-        self.root = resolve_root(data)
         self.split = check_split(split)
         self.task_types = check_task_types(task_types)
-        self.num_games = num_games
+        self.num_games = check_count("num_games", num_games)
+        self.root = resolve_root(data)
         self._records: list[GameRecord] | None = None
 
     @property
@@ -114,22 +106,19 @@ class OfficialGames:
             rel = Path(folder).relative_to(self.root).as_posix()
             if "movable" in rel or "Sliced" in rel:  # upstream: not supported by the text env
                 continue
-            traj = _read_json(Path(folder) / "traj_data.json")
+            traj = read_object(Path(folder) / "traj_data.json")
             task_type = traj.get("task_type")
             if task_type not in self.task_types:
                 continue
             game_path = Path(folder) / "game.tw-pddl"
             if not game_path.is_file():
                 continue
-            game = _read_json(game_path)
+            game = read_object(game_path)
             if not game.get("solvable", False):  # upstream skips unknown and unsolvable games
                 continue
-            missing = [k for k in ("pddl_domain", "grammar", "pddl_problem") if k not in game]
-            if missing:
-                raise ValueError(
-                    f"ALFWorld game file {str(game_path)!r} lacks {missing}; is it a "
-                    f"game.tw-pddl from json_2.1.1? {HOW_TO_GET}"
-                )
+            fault = game_fault(game)
+            if fault:
+                raise GameFileError(f"{game_path}: {fault}")
             # Games this package generated carry a marker; they are never labelled official.
             source = GENERATED_SOURCE if "generated" in traj else OFFICIAL_SOURCE
             records.append(GameRecord(rel, game_path, task_type, source))

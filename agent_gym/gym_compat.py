@@ -31,13 +31,22 @@ from typing import Any
 import gymnasium as gym
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
+#: Gymnasium releases these internals were read and tested against.
+CHECKED_VERSIONS: tuple[str, ...] = ("1.1.0", "1.1.1", "1.2.0", "1.2.3", "1.3.0", "1.4.0")
+
+try:  # re-exported: importing it from here gives the clear message on Gymnasium 1.0
+    from gymnasium.vector import AutoresetMode
+except ImportError as e:
+    raise ImportError(
+        f"agent_gym's vector envs need gymnasium>={CHECKED_VERSIONS[0]} (AutoresetMode, "
+        f"reset_mask); gymnasium {gym.__version__} is installed: "
+        f"pip install 'gymnasium>={CHECKED_VERSIONS[0]},<2'"
+    ) from e
+
 try:
     from gymnasium.vector.async_vector_env import AsyncState, _async_worker
 except ImportError:  # reported by check_internals() with the installed version
     AsyncState = _async_worker = None
-
-#: Gymnasium releases these internals were read and tested against.
-CHECKED_VERSIONS: tuple[str, ...] = ("1.1.0", "1.1.1", "1.2.0", "1.2.3", "1.3.0", "1.4.0")
 
 #: Names the worker refuses to ``_call`` (it raises, which ends the worker).
 RESERVED_CALL_NAMES: tuple[str, ...] = ("reset", "step", "close", "_setattr", "_check_spaces")
@@ -66,10 +75,6 @@ def check_internals() -> None:
         GymnasiumInternalsError: Naming what changed and the installed version.
     """
     problems = []
-    try:
-        from gymnasium.vector import AutoresetMode
-    except ImportError as e:
-        raise _internals_error(["gymnasium.vector has no AutoresetMode"]) from e
     if AsyncState is None or _async_worker is None:
         raise _internals_error(
             ["gymnasium.vector.async_vector_env has no AsyncState/_async_worker"]

@@ -32,9 +32,10 @@ from typing import Any
 
 import gymnasium as gym
 import numpy as np
-from gymnasium.vector import AutoresetMode, VectorEnv
+from gymnasium.vector import VectorEnv
 from gymnasium.vector.utils import batch_space, concatenate, create_empty_array
 
+from agent_gym.gym_compat import AutoresetMode
 from agent_gym.vector import (
     EnvWorkerError,
     check_actions,
@@ -47,8 +48,10 @@ from agent_gym.vector import (
 # The ray_init this module last passed to ray.init (to warn when a later one is ignored).
 _RAY_INIT_USED: dict[str, Any] | None = None
 
-# Seconds close() waits for the actors to close their envs before killing them.
+# Seconds close() waits for the actors to close their envs before killing them, and seconds
+# of waiting for the actors to be built before warning that Ray may lack resources.
 _CLOSE_GRACE_S = 10.0
+_BUILD_WARN_S = 120.0
 
 
 def _import_ray():
@@ -136,7 +139,9 @@ class RayVectorEnv(VectorEnv):
             sub-env: e.g. ``{"num_cpus": 1}`` to reserve a CPU per env,
             ``{"scheduling_strategy": "SPREAD"}`` to spread envs over a cluster's nodes, or
             ``{"resources": {"env_node": 0.01}}`` to run them only where that custom resource
-            is. Ray's default reserves nothing, so any number of env actors fit on one node.
+            is. With no resources named, Ray reserves nothing for an actor, so any number fit on
+            a node; with any ``resources`` but no ``num_cpus``, Ray holds 1 CPU per actor for
+            its lifetime (give ``num_cpus`` explicitly, e.g. 0).
         ray_init: Keyword arguments for ``ray.init`` if Ray is not initialised yet (see the
             module docstring for which cluster is used).
         step_timeout: Seconds to wait for the actors to answer any call after they are built
@@ -154,14 +159,15 @@ class RayVectorEnv(VectorEnv):
         step_timeout: float | None = None,
         copy: bool = True,
     ) -> None:
+        self.closed = False
+        self._actors: list[Any] = []
+        self._unresponsive: set[int] = set()  # dead or hung: close() does not wait for them
+        self._ray = None
         ray = _import_ray()
         self._ray = ray
         self.num_envs = len(env_fns)
         self.step_timeout = check_timeout(step_timeout)
         self.copy = copy
-        self.closed = False
-        self._actors: list[Any] = []
-        self._unresponsive: set[int] = set()  # dead or hung: close() does not wait for them
         options = _per_env_options(actor_options, self.num_envs)
         _connect(ray, ray_init)
         actor_cls = ray.remote(_EnvActor)
@@ -285,7 +291,7 @@ class RayVectorEnv(VectorEnv):
     def close_extras(self, **kwargs: Any) -> None:
         """Close every sub-env (best effort) and stop its actor."""
         ray = self._ray
-        if not ray.is_initialized():  # Ray already shut down (e.g. at exit): actors are gone
+        if ray is None or not ray.is_initialized():  # no Ray, or shut down: no actors left
             self._actors = []
             return
         refs = [a.close.remote() for i, a in enumerate(self._actors) if i not in self._unresponsive]
@@ -308,7 +314,19 @@ class RayVectorEnv(VectorEnv):
         """
         ray = self._ray
         timeout = self.step_timeout if call is not None else None
-        _, late = ray.wait(list(refs.values()), num_returns=len(refs), timeout=timeout)
+        pending = list(refs.values())
+        if call is None:  # building: Ray may be waiting for resources; say so, keep waiting
+            _, late = ray.wait(pending, num_returns=len(pending), timeout=_BUILD_WARN_S)
+            if late:
+                waiting = sorted(i for i, ref in refs.items() if ref in set(late))
+                warnings.warn(
+                    f"sub-envs {waiting} are not built after {_BUILD_WARN_S:g} s; still "
+                    "waiting. Is the cluster short of what actor_options asks for? (With any "
+                    "`resources` but no `num_cpus`, Ray holds 1 CPU per actor.)",
+                    UserWarning,
+                    stacklevel=3,
+                )
+        _, late = ray.wait(pending, num_returns=len(pending), timeout=timeout)
         late = set(late)
         results, errors = {}, {}
         for i, ref in refs.items():

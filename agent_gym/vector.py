@@ -25,9 +25,10 @@ from typing import Any, Literal
 
 import gymnasium as gym
 from gymnasium.envs.registration import EnvSpec
-from gymnasium.vector import AutoresetMode, SyncVectorEnv, VectorEnv
+from gymnasium.vector import SyncVectorEnv, VectorEnv
 
 from agent_gym import gym_compat
+from agent_gym.gym_compat import AutoresetMode
 
 #: The backends :func:`make_vec` offers.
 MODES: tuple[str, ...] = ("sync", "async", "ray")

@@ -35,10 +35,14 @@ class ProbeEnv(CountingEnv):
     Args:
         fail_in_worker: Raise in the constructor when built in the async worker process of
             this index (Gymnasium names them ``Worker<...>-{index}``); never in the parent.
+        build_delay: Seconds the constructor sleeps (a slow env to build).
         **kwargs: For :class:`CountingEnv`.
     """
 
-    def __init__(self, *, fail_in_worker: int | None = None, **kwargs: Any) -> None:
+    def __init__(
+        self, *, fail_in_worker: int | None = None, build_delay: float = 0.0, **kwargs: Any
+    ) -> None:
+        time.sleep(build_delay)
         if fail_in_worker is not None:
             name = multiprocessing.current_process().name
             if name.startswith("Worker<") and name.endswith(f">-{fail_in_worker}"):

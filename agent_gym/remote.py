@@ -154,7 +154,8 @@ class OpenEnvTextEnv(gym.Env[str, str]):
         except (OSError, TimeoutError, WebSocketException) as e:
             raise RemoteEnvError(
                 f"{self.url} {what}: connection failed or closed ({type(e).__name__}: {e}); the "
-                f"session may have expired (serve-env --idle-timeout) or the server stopped"
+                f"server may be at its session cap (serve-env --max-sessions), the session may "
+                f"have expired (--idle-timeout), or the server stopped"
             ) from None
 
     def _unpack(self, result: Any) -> tuple[str, float, bool, bool, dict[str, Any]]:

@@ -244,6 +244,18 @@ def test_the_scenario_matches_the_hand_worked_transcript_in_both_local_modes() -
     assert transcripts["async"] == transcripts["sync"]  # every info field too
 
 
+@pytest.mark.timeout(120)
+def test_spawned_workers_follow_the_same_rules_and_report_build_failures() -> None:
+    # "spawn" pickles the worker function and env factories instead of forking.
+    venv = make_scenario_vec("async", vector_kwargs={"context": "spawn"})
+    try:
+        check_against_expected(play(venv))
+    finally:
+        venv.close()
+    with pytest.raises(EnvWorkerError, match="sub-env 1 could not be built: FileNotFoundError"):
+        make_vec(probe_spec(fail_in_worker=1), 2, mode="async", vector_kwargs={"context": "spawn"})
+
+
 def test_none_leaves_the_sub_env_and_its_wrappers_untouched(mode: str) -> None:
     venv = make_vec(counting_spec(), 2, mode=mode, wrappers=[ParseAction, ChatPrompt])
     try:

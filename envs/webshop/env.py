@@ -6,6 +6,7 @@ offline catalogue. See docs/datasets.md (WebShop) for the data, the splits and t
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -79,7 +80,7 @@ class WebShopEnv(TextEnv):
     def __init__(
         self,
         *,
-        data: str = "generated",
+        data: str | os.PathLike[str] = "generated",
         split: str = "train",
         num_products: int | None = None,
         goals_per_product: int = 6,
@@ -114,8 +115,10 @@ class WebShopEnv(TextEnv):
             raise ValueError(f"reward={reward!r} is not one of {REWARD_MODES}")
         if observation_mode not in ("text", "html"):
             raise ValueError(f"observation_mode={observation_mode!r}; use 'text' or 'html'")
+        if isinstance(data, os.PathLike):
+            data = os.fspath(data)
         if not isinstance(data, str):
-            raise TypeError(f"data must be a str ('generated' or a folder), got {data!r:.80}")
+            raise TypeError(f"data must be 'generated' or a folder path, got {data!r:.80}")
         if data != "generated":
             check_data_folder(data)  # cheap: the files exist; they are parsed at first reset
         self.data, self.split = data, split
@@ -308,7 +311,7 @@ class WebShopEnv(TextEnv):
             )
         else:
             ctx.update(keywords=s.keywords, product=self._product(), options=s.options)
-        # Data files may hold lone surrogates too ("\\ud800" is valid JSON): drop them here, so
+        # Data files may hold lone surrogates too ("\ud800" is valid JSON): drop them here, so
         # nothing derived from the page (text, clickables, admissible actions) carries one.
         self._html = encodable(pages.render(s.page, **ctx))
         self._page = pages.parse_page(self._html)

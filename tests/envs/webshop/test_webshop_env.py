@@ -241,7 +241,9 @@ def test_reward_mode_and_noun_parser_are_checked_and_reported(monkeypatch):
     monkeypatch.setattr(nouns, "SPACY_MODELS", ("agent_gym_no_such_model",))
     with pytest.raises(nouns.NounParserError, match="noun_parser='spacy' needs spaCy"):
         gym.make("AgentR1/WebShop-v0", noun_parser="spacy")
-    assert WebShopEnv().noun_parser == "heuristic"  # "auto" falls back
+    nouns._warn_fallback.cache_clear()
+    with pytest.warns(UserWarning, match="no spaCy model"):
+        assert WebShopEnv().noun_parser == "heuristic"  # "auto" falls back, and says so
 
 
 @pytest.mark.parametrize("mode", ["upstream", "strict"])

@@ -34,7 +34,9 @@ def test_spacy_keeps_noun_and_propn_tokens_lower_cased():
 def test_without_a_model_auto_falls_back_and_spacy_is_an_error(monkeypatch):
     monkeypatch.setattr(nouns, "SPACY_MODELS", ("agent_gym_no_such_model",))
     assert installed_spacy_model() is None
-    assert resolve_noun_parser("auto") == "heuristic"
+    nouns._warn_fallback.cache_clear()
+    with pytest.warns(UserWarning, match="no spaCy model is installed"):
+        assert resolve_noun_parser("auto") == "heuristic"
     with pytest.raises(NounParserError) as e:
         resolve_noun_parser("spacy")
     assert "pip install 'agent-gym[webshop-spacy]'" in str(e.value) and "\n" not in str(e.value)

@@ -49,8 +49,9 @@ def forget_interned_logic() -> int:
     MB) per distinct ALFWorld game, for the life of the process. Interning is only a shortcut:
     both classes are immutable and compare and hash by value, and nothing in TextWorld tests
     them by identity, so after the table is emptied new instances are equal to the old ones
-    and every output stays byte-identical (``tests/envs/alfworld/test_memory.py`` replays games
-    across loads against stock TextWorld). Objects still held by a loaded game stay valid.
+    and every output stays byte-identical (``tests/envs/alfworld/test_alfworld_memory.py``
+    replays games across loads against stock TextWorld). Objects still held by other loaded
+    games (other envs in the process) stay valid; their new facts are simply not shared.
     """
     import mementos.core
 

@@ -33,6 +33,9 @@ from agent_gym.envs.alfworld.games import (
 from agent_gym.envs.alfworld.prompts import ALFWORLD_PROMPTS
 
 INVALID_FEEDBACK = "Nothing happens."
+
+#: Who replans for the expert once the agent leaves the plan (see ALFWorldEnv.expert_action).
+EXPERT_REPLANNERS = ("task_planner", "fast_downward")
 TASK_PREFIX = "Your task is to: "
 
 # Commands that only read the world (they add "checked" facts that no precondition or goal
@@ -58,6 +61,9 @@ class ALFWorldEnv(TextEnv):
         task_types: Keep only this task type or these (default: the six).
         expert_plan: Add ``info["expert_plan"]``, the commands that solve the game from the
             current state (see :meth:`expert_action`).
+        expert_replanner: Who replans off the walkthrough: ``"task_planner"`` (milliseconds,
+            fast-downward only as a fallback) or ``"fast_downward"`` (always fast-downward, as
+            upstream's ``planner`` expert does; seconds to minutes per replan).
         generator_seed: Seed of the generated game set.
         render_mode: ``None``, ``"ansi"`` or ``"human"``.
 
@@ -91,6 +97,7 @@ class ALFWorldEnv(TextEnv):
         num_games: int | None = None,
         task_types: Iterable[str] | None = None,
         expert_plan: bool = False,
+        expert_replanner: str = "task_planner",
         generator_seed: int = 0,
         render_mode: str | None = None,
     ) -> None:
@@ -103,6 +110,12 @@ class ALFWorldEnv(TextEnv):
         self.task_types = check_task_types(task_types)
         num_games = check_count("num_games", num_games)
         self.expert_plan = bool(expert_plan)
+        if expert_replanner not in EXPERT_REPLANNERS:
+            raise ValueError(
+                f"expert_replanner={expert_replanner!r} is not one of "
+                f"{', '.join(EXPERT_REPLANNERS)}"
+            )
+        self.expert_replanner = expert_replanner
         if str(data) == "generated":
             self.games: Any = GeneratedGames(split, num_games, self.task_types, generator_seed)
         else:
@@ -200,7 +213,8 @@ class ALFWorldEnv(TextEnv):
         task-structured planner of :mod:`.expert` replans from the current PDDL facts in
         milliseconds, and its plan is followed while the agent follows it; only where that
         planner has no plan whose next command is admissible does fast-downward replan
-        (seconds to minutes on large kitchens). :attr:`expert_source` says which one spoke.
+        (seconds to minutes on large kitchens); ``expert_replanner="fast_downward"`` always
+        replans with fast-downward. :attr:`expert_source` says which one spoke.
         """
         plan = self._expert_plan()
         return plan[0] if plan else None
@@ -212,7 +226,9 @@ class ALFWorldEnv(TextEnv):
             return []
         if self._plan and self._plan[0] in self._admissible:
             return list(self._plan)
-        plan = self._engine.task_plan(self._goal) if self._goal is not None else None
+        plan = None
+        if self.expert_replanner == "task_planner" and self._goal is not None:
+            plan = self._engine.task_plan(self._goal)
         if plan and plan[0] in self._admissible:
             self.expert_source = "task_planner"
         else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import sys
@@ -92,18 +93,19 @@ def test_win_gives_reward_one_once_and_terminates(env: ALFWorldEnv) -> None:
     assert all(r == (0.0, False, False) for r in rewards[:-1])
 
 
-def test_planner_expert_after_leaving_the_walkthrough(env: ALFWorldEnv) -> None:
-    # Game 0 (a bathroom pick-and-place) plans in about 0.1 s.
+def test_task_planner_expert_after_leaving_the_walkthrough(env: ALFWorldEnv) -> None:
     obs, info = env.reset(options={"task_id": env.games.record(0).task_id})
+    assert env.expert_source == "walkthrough"
     detour = next(a for a in reversed(info["admissible_actions"]) if a.startswith("go to"))
     env.step(detour)
     env.step("examine " + detour.removeprefix("go to "))
-    assert env._plan is None  # off the walkthrough: the planner answers
+    assert env._plan is None  # off the walkthrough: replan when asked
     total = 0.0
     while (action := env.expert_action()) is not None:
+        assert env.expert_source == "task_planner"
         _, reward, _, _, info = env.step(action)
         total += reward
-    assert info["won"] is True
+    assert info["won"] is True and total == 1.0
 
 
 def test_expert_plan_info_is_opt_in() -> None:
@@ -117,6 +119,41 @@ def test_expert_plan_info_is_opt_in() -> None:
     plain = ALFWorldEnv(split="valid_unseen", num_games=6)
     assert "expert_plan" not in plain.reset(seed=0)[1]
     plain.close()
+
+
+def _strings(value):
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            yield from _strings(v)
+
+
+@pytest.mark.parametrize("action", ["x" * 100_000, "\ud800", "go to \udfff cabinet 1 " * 50])
+def test_long_and_unencodable_actions_give_bounded_encodable_output(
+    env: ALFWorldEnv, action: str
+) -> None:
+    env.reset(seed=0)
+    obs, reward, terminated, truncated, info = env.step(action)
+    assert (obs, reward, info["is_action_valid"]) == ("Nothing happens.", 0.0, False)
+    assert env.observation_space.contains(obs)
+    for text in _strings(list(info.values())):
+        text.encode("utf-8")
+
+
+def test_unencodable_text_in_a_game_file_is_removed(tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("AGENT_GYM_HOME", str(tmp_path))
+    env = ALFWorldEnv(split="valid_unseen", num_games=6)
+    path = env.games.record(0).path
+    data = json.loads(path.read_text(encoding="utf-8"))
+    data["grammar"] = data["grammar"].replace("ALFRED! =-", "ALFRED! \ud800=-")
+    path.write_text(json.dumps(data), encoding="utf-8")  # JSON's "\ud800" escape: legal JSON
+    obs, info = env.reset(options={"task_id": env.games.record(0).task_id})
+    assert obs.startswith("-= Welcome to TextWorld, ALFRED! =-")
+    obs.encode("utf-8")
+    for text in _strings(list(info.values())):
+        text.encode("utf-8")
+    env.close()
 
 
 def test_step_limit_truncates_at_50() -> None:

@@ -230,3 +230,14 @@ def test_falls_back_to_fast_downward_when_the_task_plan_is_not_admissible(monkey
         action = env.expert_action()
     assert info["won"]
     env.close()
+
+
+def test_fast_downward_replanner_option() -> None:
+    env = ALFWorldEnv(split="valid_unseen", num_games=6, expert_replanner="fast_downward")
+    _, info = env.reset(options={"task_id": env.games.record(0).task_id})
+    env.step(next(a for a in reversed(info["admissible_actions"]) if a.startswith("go to")))
+    while (action := env.expert_action()) is not None:
+        assert env.expert_source == "fast_downward"
+        *_, info = env.step(action)
+    assert info["won"]
+    env.close()

@@ -1,7 +1,7 @@
 """Package layout: ``envs/`` and ``wrappers/`` install as ``agent_gym.envs``/``agent_gym.wrappers``.
 
 Top-level import names ``envs`` and ``wrappers`` would collide with existing PyPI packages, so
-the repository folders are mapped under ``agent_gym`` (DESIGN.md section 1). Everything else
+the repository folders are mapped under ``agent_gym`` (docs/env_contract.md, packaging). Everything else
 lives in pyproject.toml.
 """
 

@@ -42,6 +42,7 @@ _LAZY = {
     "TextAgent": "agent_gym.agents",
     "run_episode": "agent_gym.agents",
     "RandomAgent": "agent_gym.agents",
+    "ExpertAgent": "agent_gym.agents",
     "Episode": "agent_gym.episode",
     "summarize": "agent_gym.episode",
 }
@@ -63,6 +64,7 @@ def __getattr__(name: str) -> Any:
 __all__ = [
     "ENV_IDS",
     "EnvWorkerError",
+    "ExpertAgent",
     "INFO_KEYS",
     "OPENENV_ID",
     "Episode",

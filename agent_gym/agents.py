@@ -7,16 +7,22 @@ policy, a person, or an LLM behind an API (see ``examples/openai_agent.py``)::
         def act(self, observation, info):
             return info["admissible_actions"][0]
 
-    result = run_episode(gym.make("AgentR1/ALFWorld-v0"), FirstAdmissible(), seed=0)
-    print(result.return_, result.length, result.success)
+    episode = run_episode(gym.make("AgentR1/ALFWorld-v0"), FirstAdmissible(), seed=0)
+    print(episode.return_, episode.length, episode.won)
+
+:class:`RandomAgent` is the yardstick every trained policy is measured against: it picks
+uniformly among the env's admissible commands.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import random
+import re
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
+
+from agent_gym.episode import Episode, EpisodeStep
 
 
 @runtime_checkable
@@ -34,63 +40,13 @@ class TextAgent(Protocol):
         ...
 
 
-@dataclass
-class EpisodeStep:
-    """One step of an episode, as :func:`run_episode` saw it.
-
-    Attributes:
-        observation: What the agent acted on.
-        action: What the agent answered.
-        reward: The reward of this step.
-        terminated: The task ended on this step.
-        truncated: The step limit ended the episode on this step.
-        info: The env's info after this step.
-    """
-
-    observation: Any
-    action: str
-    reward: float
-    terminated: bool
-    truncated: bool
-    info: dict[str, Any]
-
-
-@dataclass
-class EpisodeResult:
-    """The outcome of one episode.
-
-    Attributes:
-        return_: Sum of the rewards (``return`` is a Python keyword).
-        length: Number of steps taken.
-        success: ``info["won"]`` after the last step (False if the env has no ``won``).
-        terminated: The task ended (solved, bought, answered).
-        truncated: A step limit ended it (the env's, or ``run_episode``'s ``max_steps``).
-        task: ``info["task"]`` at reset.
-        task_id: ``info["task_id"]`` at reset.
-        seed: The seed passed to ``reset``.
-        score: ``info["score"]`` after the last step (the benchmark's own score), if any.
-        steps: Every step, in order.
-    """
-
-    return_: float
-    length: int
-    success: bool
-    terminated: bool = False
-    truncated: bool = False
-    task: str = ""
-    task_id: str = ""
-    seed: int | None = None
-    score: float | None = None
-    steps: list[EpisodeStep] = field(default_factory=list)
-
-
 def run_episode(
     env: gym.Env,
     agent: TextAgent,
     seed: int | None = None,
     max_steps: int | None = None,
     options: dict[str, Any] | None = None,
-) -> EpisodeResult:
+) -> Episode:
     """Play one episode of ``env`` with ``agent``.
 
     Args:
@@ -98,11 +54,11 @@ def run_episode(
         agent: A :class:`TextAgent`.
         seed: Reset seed (selects the task).
         max_steps: Stop after this many steps even if the env has not ended the episode
-            (``truncated`` is then True). Needed when the env has no step limit of its own.
+            (``end_reason`` is then ``"max_steps"``). Needed when the env has no step limit.
         options: Reset options, e.g. ``{"task_id": ...}``.
 
     Returns:
-        The episode's :class:`EpisodeResult`.
+        The :class:`~agent_gym.episode.Episode`, with every step (and its info) kept.
 
     Raises:
         ValueError: Neither the env's spec nor ``max_steps`` bounds the episode.
@@ -120,16 +76,8 @@ def run_episode(
     reset_hook = getattr(agent, "reset", None)
     if callable(reset_hook):
         reset_hook(info)
-    result = EpisodeResult(
-        return_=0.0,
-        length=0,
-        success=bool(info.get("won", False)),
-        task=str(info.get("task", "")),
-        task_id=str(info.get("task_id", "")),
-        seed=seed,
-        score=info.get("score"),
-    )
-    while max_steps is None or result.length < max_steps:
+    episode = Episode.start(info, seed=seed)
+    while max_steps is None or episode.length < max_steps:
         action = agent.act(obs, info)
         if not isinstance(action, str):
             raise TypeError(
@@ -137,15 +85,79 @@ def run_episode(
                 "the action text (str)"
             )
         next_obs, reward, terminated, truncated, info = env.step(action)
-        result.steps.append(EpisodeStep(obs, action, float(reward), terminated, truncated, info))
-        result.return_ += float(reward)
-        result.length += 1
+        valid = bool(info.get("is_action_valid", True))
+        step = EpisodeStep(obs, action, float(reward), valid, terminated, truncated, info)
+        episode.record(reward, info, step)
         obs = next_obs
         if terminated or truncated:
-            result.terminated, result.truncated = bool(terminated), bool(truncated)
+            episode.end_reason = "terminated" if terminated else "truncated"
             break
     else:
-        result.truncated = True  # stopped by max_steps
-    result.success = bool(info.get("won", False))
-    result.score = info.get("score")
-    return result
+        episode.end_reason = "max_steps"
+    return episode
+
+
+class ExpertAgent:
+    """The env's scripted expert (``env.unwrapped.expert_action()``) as a :class:`TextAgent`.
+
+    An upper reference on the same tasks as every other agent. Once the expert has nothing
+    left to do (the task is won) it answers ``"help"``, which changes nothing.
+
+    Raises:
+        ValueError: The env has no scripted expert.
+    """
+
+    def __init__(self, env: gym.Env) -> None:
+        if not callable(getattr(env.unwrapped, "expert_action", None)):
+            raise ValueError(f"{env.unwrapped} has no scripted expert (expert_action)")
+        self.env = env
+
+    def act(self, observation: Any, info: dict[str, Any]) -> str:
+        """The expert's next command."""
+        return self.env.unwrapped.expert_action() or "help"
+
+
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]{2,}")
+
+
+class RandomAgent:
+    """Uniform over ``info["admissible_actions"]``: the baseline a trained policy must beat.
+
+    Templated commands (``search[<query>]``, ``answer[<answer>]``) are filled in so that the
+    agent can act in every env: a query is 1-4 words drawn from the task, an answer a word of
+    the latest observation (or ``yes``/``no``). Commands that only look (``look``,
+    ``inventory``, ``examine ...``, ``help``) are left out where others exist, so every step
+    can change the state. An env that lists no command gets ``"help"`` (an invalid action).
+
+    Args:
+        seed: Seed of the agent's own generator (episodes are reproducible).
+    """
+
+    #: Commands that read the state without changing it (ALFWorld's).
+    LOOK_ONLY = ("look", "inventory", "help", "examine ")
+
+    def __init__(self, seed: int = 0) -> None:
+        self.rng = random.Random(seed)
+        self.task = ""
+
+    def reset(self, info: dict[str, Any]) -> None:
+        """Remember the task (queries are drawn from its words)."""
+        self.task = str(info.get("task", ""))
+
+    def act(self, observation: Any, info: dict[str, Any]) -> str:
+        """A uniformly chosen admissible command, templates filled in."""
+        actions = [a for a in info.get("admissible_actions") or [] if isinstance(a, str)]
+        moving = [a for a in actions if not a.startswith(self.LOOK_ONLY)]
+        if not (moving or actions):
+            return "help"
+        choice = self.rng.choice(moving or actions)
+        if "<" not in choice:
+            return choice
+        head = choice.split("[", 1)[0] if "[" in choice else choice.split("<", 1)[0].strip()
+        if head == "search":
+            words = _WORD.findall(self.task or str(observation)) or ["item"]
+            k = self.rng.randint(1, min(4, len(words)))
+            return f"search[{' '.join(self.rng.sample(words, k))}]"
+        text = observation[-1]["content"] if isinstance(observation, list) else str(observation)
+        words = _WORD.findall(text[-2000:]) + ["yes", "no"]
+        return f"{head}[{self.rng.choice(words)}]"

@@ -22,7 +22,7 @@ from typing import Any
 import gymnasium as gym
 
 import agent_gym
-from agent_gym.registration import env_class
+from agent_gym.registration import env_class, resolve_env_id
 
 
 def _parse_kv(pairs: Sequence[str]) -> dict[str, Any]:
@@ -41,15 +41,10 @@ def _parse_kv(pairs: Sequence[str]) -> dict[str, Any]:
 
 def _resolve_id(name: str) -> str:
     """Accept a full id or a short, case-insensitive name such as ``webshop``."""
-    if name in agent_gym.ENV_IDS:
-        return name
-    for env_id in agent_gym.ENV_IDS:
-        short = env_id.split("/")[-1].rsplit("-v", 1)[0]
-        if name.lower() in (short.lower(), env_id.lower()):
-            return env_id
-    raise SystemExit(
-        f"agent-gym: unknown environment {name!r}; choose one of: {', '.join(agent_gym.ENV_IDS)}"
-    )
+    try:
+        return resolve_env_id(name)
+    except ValueError as exc:
+        raise SystemExit(f"agent-gym: {exc}") from None
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -130,19 +125,9 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Expert:
-    """The env's scripted expert as a :class:`~agent_gym.agents.TextAgent`."""
-
-    def __init__(self, env: gym.Env) -> None:
-        self.env = env
-
-    def act(self, observation: Any, info: dict[str, Any]) -> str:
-        return self.env.unwrapped.expert_action() or "help"
-
-
 def cmd_evaluate(args: argparse.Namespace) -> int:
     """Run the scripted expert or the random-admissible agent over the envs and print a table."""
-    from agent_gym.agents import RandomAgent, run_episode
+    from agent_gym.agents import ExpertAgent, RandomAgent, run_episode
     from agent_gym.episode import summarize
 
     ids = agent_gym.ENV_IDS if args.env == "all" else (_resolve_id(args.env),)
@@ -156,7 +141,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     print(header + "\n" + "-" * len(header))
     for env_id in ids:
         env = gym.make(env_id, **({"split": args.split} if args.split else {}))
-        agent = _Expert(env) if args.agent == "expert" else RandomAgent(args.seed)
+        agent = ExpertAgent(env) if args.agent == "expert" else RandomAgent(args.seed)
         try:
             episodes = [run_episode(env, agent, seed=args.seed + i) for i in range(args.episodes)]
         finally:

@@ -1,7 +1,7 @@
 """The contract every agent-gym environment follows, and a small base class for it.
 
 An agent-gym env is an ordinary :class:`gymnasium.Env` whose observations and actions are
-strings (see ../shared/DESIGN.md section 2, mirrored in ``docs/env_contract.md``):
+strings (docs/env_contract.md has the whole contract):
 
 * ``reset(seed=...)`` picks the task deterministically from the split; two envs reset with
   the same seed start in the identical state (GRPO/GiGPO groups rely on it).
@@ -37,6 +37,14 @@ INFO_KEYS: dict[str, type | tuple[type, ...]] = {
 
 #: Keys that ``reset`` does not have to return.
 STEP_ONLY_INFO_KEYS = frozenset({"is_action_valid"})
+
+#: Keys the wrappers add after a step (absent without the wrapper), with their types.
+WRAPPER_INFO_KEYS: dict[str, type | tuple[type, ...]] = {
+    "raw_action": str,  # ParseAction: the text the model wrote
+    "parsed_action": str,  # ParseAction: the command sent to the env ("" on a parse failure)
+    "parse_error": str,  # ParseAction: why the text is not a command ("" when it parsed)
+    "raw_reward": float,  # ShapeReward: the env's own reward before shaping
+}
 
 
 @dataclass(frozen=True)

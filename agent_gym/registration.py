@@ -37,3 +37,30 @@ def env_class(env_id: str) -> type:
         raise ValueError(f"unknown env id {env_id!r}; registered ids: {', '.join(ENV_IDS)}")
     module, _, name = _SPECS[env_id][0].partition(":")
     return getattr(importlib.import_module(module), name)
+
+
+def resolve_env_id(name: str) -> str:
+    """A registered Gymnasium id for ``name``: a full id, or a short, case-insensitive name.
+
+    ``webshop``, ``WebShop``, ``webshop-v0`` and ``AgentR1/WebShop-v0`` all name the same env;
+    any other id already in Gymnasium's registry (a third-party env), or ``module:Id`` (which
+    Gymnasium imports), is returned unchanged.
+
+    Raises:
+        ValueError: One line naming ``name`` and listing the agent-gym ids.
+
+    >>> resolve_env_id("alfworld")
+    'AgentR1/ALFWorld-v0'
+    """
+    if name in registry or ":" in name:
+        return name
+    wanted = name.lower()
+    for env_id in ENV_IDS:
+        short = env_id.split("/")[-1]
+        if wanted in (env_id.lower(), short.lower(), short.rsplit("-v", 1)[0].lower()):
+            return env_id
+    raise ValueError(
+        f"unknown environment {name!r}; agent-gym's are {', '.join(ENV_IDS)} (or their short "
+        "names: alfworld, webshop, hotpotqa, papersearch); other registered Gymnasium ids and "
+        "'module:Id' work too"
+    )

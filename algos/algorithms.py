@@ -5,35 +5,36 @@
 | ``steppo`` | ``step_gae`` (GAE over steps, V at each step boundary) | ``gspo`` (sequence ratio) | yes |
 | ``ppo`` | ``gae`` (token GAE inside each step row) | ``ppo_clip`` | yes |
 | ``grpo`` | ``grpo`` | ``ppo_clip`` | no |
-| ``drgrpo`` | ``grpo`` without std (Dr.GRPO) | ``ppo_clip`` | no |
+| ``drgrpo`` | ``drgrpo`` (group mean baseline, no std) | ``ppo_clip`` | no |
 | ``rloo`` | ``rloo`` | ``ppo_clip`` | no |
 | ``reinforce_pp`` | ``reinforce_pp`` (discounted return-to-go, whitened) | ``ppo_clip`` | no |
 | ``gigpo`` | ``gigpo`` (episode + anchor-state step groups) | ``ppo_clip`` | no |
 | ``gspo`` | ``grpo`` | ``gspo`` | no |
 
-StepPO is Agent-R1's ``run_steppo.sh``: ``run_ppo.sh`` (step-level GAE) with the GSPO loss
-(notes/agent-r1-recipes.md section 6). For ``ppo`` each step row's reward, placed on its last
-action token, is the row's discounted return-to-go, since token GAE runs inside one row and
-never bootstraps across steps (verl-agent's PPO baseline puts the episode return there).
+StepPO is Agent-R1's ``run_steppo.sh``: ``run_ppo.sh`` (step-level GAE) with the GSPO loss. For
+``ppo`` each step row's reward, placed on its last action token, is the row's discounted
+return-to-go, since token GAE runs inside one row and never bootstraps across steps
+(``row_reward`` in :func:`algos.registry.gae_from_batch`).
 
-Estimators and losses are looked up by name in ``algos.ESTIMATORS`` and
-``algos.POLICY_LOSSES``; ``algo.estimator`` and ``algo.policy_loss`` replace the algorithm's
-choice, so a function added with ``algos.register_estimator`` or
-``algos.register_policy_loss`` trains without touching this file.
+An algorithm's ``defaults`` are ``[algo]`` values it needs unless the recipe or ``--set`` says
+otherwise (GSPO's clip range is 3e-4/4e-4, not PPO's 0.2); see :mod:`algos.config` for when they
+apply. ``algo.estimator`` and ``algo.policy_loss`` replace the algorithm's choice, so a
+function added with ``algos.register_estimator`` or ``algos.register_policy_loss`` trains
+without touching this file.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 import torch
 
 from algos.batch import StepBatch
-from algos.gigpo import step_discounted_returns
-from algos.registry import compute_advantages
+from algos.registry import ESTIMATORS, POLICY_LOSSES, Estimator, PolicyLoss
+
+#: GSPO's clip range and aggregation (arXiv:2507.18071; verl-agent's gspo_trainer scripts).
+_GSPO = {"clip_low": 3e-4, "clip_high": 4e-4, "loss_agg": "seq-mean-token-mean"}
 
 
 @dataclass(frozen=True)
@@ -47,6 +48,7 @@ class Algorithm:
         critic: Whether a value model is trained.
         value_level: ``"step"`` (critic trained at position 0 of each row) or ``"token"``.
         summary: One line for ``algos list``.
+        defaults: ``[algo]`` field -> value this algorithm needs by default.
     """
 
     name: str
@@ -55,6 +57,7 @@ class Algorithm:
     critic: bool = False
     value_level: str = "step"
     summary: str = ""
+    defaults: dict[str, Any] = field(default_factory=dict)
 
 
 ALGORITHMS: dict[str, Algorithm] = {
@@ -64,11 +67,18 @@ ALGORITHMS: dict[str, Algorithm] = {
             "steppo",
             "step_gae",
             "gspo",
-            True,
-            "step",
-            "step-level GAE critic + sequence-level ratio (Agent-R1)",
+            critic=True,
+            summary="step-level GAE critic + sequence-level ratio (Agent-R1)",
+            defaults=_GSPO,
         ),
-        Algorithm("ppo", "gae", "ppo_clip", True, "token", "token-level GAE critic + PPO clip"),
+        Algorithm(
+            "ppo",
+            "gae",
+            "ppo_clip",
+            critic=True,
+            value_level="token",
+            summary="token-level GAE critic + PPO clip",
+        ),  # fmt: skip
         Algorithm("grpo", "grpo", "ppo_clip", summary="group-normalised outcome (mean/std)"),
         Algorithm("drgrpo", "drgrpo", "ppo_clip", summary="Dr.GRPO: group mean baseline, no std"),
         Algorithm("rloo", "rloo", "ppo_clip", summary="leave-one-out group baseline"),
@@ -77,11 +87,13 @@ ALGORITHMS: dict[str, Algorithm] = {
             "reinforce_pp",
             "ppo_clip",
             summary="REINFORCE++: whitened discounted returns",
-        ),
+        ),  # fmt: skip
         Algorithm(
             "gigpo", "gigpo", "ppo_clip", summary="GiGPO: episode groups + anchor-state step groups"
         ),
-        Algorithm("gspo", "grpo", "gspo", summary="GRPO advantages + GSPO sequence ratio"),
+        Algorithm(
+            "gspo", "grpo", "gspo", summary="GRPO advantages + GSPO sequence ratio", defaults=_GSPO
+        ),
     )
 }
 
@@ -97,55 +109,26 @@ def get_algorithm(name: str) -> Algorithm:
     return ALGORITHMS[name]
 
 
-def estimator_options(name: str, cfg: Any) -> dict[str, Any]:
-    """Keyword options of estimator ``name`` from the ``[algo]`` config section.
-
-    Built-in estimators get their options from the typed fields (``gamma``, ``lam``,
-    ``gigpo_mode``, ...); an estimator registered by the user gets none of them.
-    ``cfg.estimator_kwargs`` is applied last, for any estimator.
-    """
-    unit = {"group_stats_unit": cfg.group_stats_unit}
-    builtin: dict[str, dict[str, Any]] = {
-        "step_gae": {"gamma": cfg.gamma, "lam": cfg.lam},
-        # the rows' rewards are already discounted returns-to-go (see advantages())
-        "gae": {"gamma": 1.0, "lam": cfg.lam},
-        "grpo": unit,
-        "drgrpo": unit,
-        "rloo": unit,
-        "reinforce_pp_baseline": unit,
-        "reinforce_pp": {"gamma": cfg.gamma},
-        "gigpo": {
-            "gamma": cfg.gamma,
-            "step_advantage_w": cfg.step_advantage_w,
-            "mode": cfg.gigpo_mode,
-        },
-    }
-    return {**builtin.get(name, {}), **dict(getattr(cfg, "estimator_kwargs", {}) or {})}
+def resolve_estimator(algo_cfg: Any) -> Estimator:
+    """The estimator an ``[algo]`` section trains with: ``algo.estimator`` or the algorithm's."""
+    return ESTIMATORS[algo_cfg.estimator or get_algorithm(algo_cfg.name).estimator]
 
 
-def advantages(algo: Algorithm, batch: StepBatch, cfg: Any) -> tuple[torch.Tensor, torch.Tensor]:
-    """Advantages and returns (B, L) of ``algo`` on a batch, through ``algos.compute_advantages``.
+def resolve_loss(algo_cfg: Any) -> PolicyLoss:
+    """The policy loss an ``[algo]`` section trains with: ``algo.policy_loss`` or the algorithm's."""
+    return POLICY_LOSSES[algo_cfg.policy_loss or get_algorithm(algo_cfg.name).loss]
 
-    The estimator is ``cfg.estimator`` when set, else the algorithm's; it is looked up in
-    ``algos.ESTIMATORS``, so an estimator added with ``algos.register_estimator`` trains with
-    ``--set algo.estimator=NAME``. For ``gae`` each row's reward is first replaced by its
-    discounted return-to-go (token GAE runs inside one row and never bootstraps across steps).
 
-    Args:
-        algo: The algorithm.
-        batch: The step rows (``values`` filled in for critic estimators).
-        cfg: The ``[algo]`` config section.
+def advantages(batch: StepBatch, algo_cfg: Any) -> tuple[torch.Tensor, torch.Tensor]:
+    """Advantages and returns (B, L) of a batch under an ``[algo]`` config section.
+
+    The estimator's options are read from the section (its registry entry says which fields),
+    then ``algo.estimator_kwargs`` is applied on top.
 
     Raises:
         ValueError: Unknown estimator (the message lists the registered ones), or a batch
             missing a field the estimator needs.
     """
-    name = getattr(cfg, "estimator", "") or algo.estimator
-    if name == "gae":
-        real = batch.sample_mask.numpy()  # padding rows share keys: keep them out
-        rtg = np.zeros(len(batch))
-        rtg[real] = step_discounted_returns(
-            batch.step_reward[real], batch.traj_uid[real], batch.step_index[real], cfg.gamma
-        )
-        batch = dataclasses.replace(batch, step_reward=torch.from_numpy(rtg))
-    return compute_advantages(name, batch, **estimator_options(name, cfg))
+    entry = resolve_estimator(algo_cfg)
+    options = {**entry.config_options(algo_cfg), **dict(algo_cfg.estimator_kwargs)}
+    return entry.from_batch(batch, **options)

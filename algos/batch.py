@@ -1,7 +1,7 @@
 """``StepBatch``: the row-per-step data contract between rollout, estimators and learner.
 
 One row is one LLM call, i.e. one env step: the prompt is the observation at step t, the response
-is the action (DESIGN.md §5, ALGOS_SPEC §1.1). Token ids come from generation and are never
+is the action (docs/algorithms.md, the batch). Token ids come from generation and are never
 re-tokenised. Padding rows (to make a batch divisible by micro-batch or world sizes) carry
 ``sample_mask=False`` and all-zero masks, so they enter no statistic and no loss: upstream's
 duplicated rows biased both.
@@ -31,21 +31,30 @@ _ROW_BOOL_FIELDS = ("is_action_valid", "terminated", "truncated", "sample_mask")
 _TOKEN_FLOAT_FIELDS = ("old_log_prob", "ref_log_prob", "values")
 
 
-def _object_rows(values: Any, name: str, n: int) -> np.ndarray:
-    """A (n,) numpy array of keys; numeric/str arrays are kept, anything else becomes object.
+def object_array(values: Any) -> np.ndarray:
+    """A 1-D object array holding ``values`` one per entry.
 
-    Built element by element into ``np.full(n, None, dtype=object)`` so that tuples or arrays as
-    keys stay one entry per row instead of becoming a 2-D array.
+    Built element by element into ``np.full(n, None, dtype=object)`` so that tuples or arrays
+    as keys stay one entry per row instead of becoming a 2-D array (``np.asarray`` would).
+
+    >>> object_array([(1, 2), "a"]).shape
+    (2,)
     """
+    seq = values.tolist() if isinstance(values, np.ndarray) else list(values)
+    arr = np.full(len(seq), None, dtype=object)
+    for i, v in enumerate(seq):
+        arr[i] = v
+    return arr
+
+
+def _object_rows(values: Any, name: str, n: int) -> np.ndarray:
+    """A (n,) numpy array of keys; numeric/str arrays are kept, anything else becomes object."""
     if isinstance(values, torch.Tensor):
         values = values.detach().cpu().numpy()
     if isinstance(values, np.ndarray) and values.ndim == 1 and values.dtype.kind in "biufUO":
         arr = values
     else:
-        seq = list(values)
-        arr = np.full(len(seq), None, dtype=object)
-        for i, v in enumerate(seq):
-            arr[i] = v
+        arr = object_array(values)
     if arr.shape != (n,):
         raise ValueError(
             f"StepBatch.{name}: expected shape ({n},) (one entry per row), got {arr.shape}"
@@ -273,7 +282,7 @@ class StepBatch:
                 continue
             if isinstance(vals[0], np.ndarray):
                 out[f.name] = (
-                    np.concatenate([_as_object(v) for v in vals])
+                    np.concatenate([object_array(v) for v in vals])
                     if len({v.dtype.kind for v in vals}) > 1
                     else np.concatenate(vals)
                 )
@@ -316,13 +325,6 @@ class StepBatch:
         rows = torch.nonzero(has).squeeze(1)
         out[rows, last[rows]] = vals.to(out.device)[rows].to(torch.float32)
         return out
-
-
-def _as_object(arr: np.ndarray) -> np.ndarray:
-    out = np.full(arr.shape[0], None, dtype=object)
-    for i, v in enumerate(arr.tolist()):
-        out[i] = v
-    return out
 
 
 def _concat_prompts(batches: Sequence[StepBatch], pad_token_id: int) -> dict[str, Any]:

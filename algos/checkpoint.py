@@ -1,10 +1,25 @@
-"""Checkpoints: model, critic, optimisers, RNG states and the iteration, written atomically.
+"""Checkpoints: the trained weights, optimiser and RNG states, written atomically, read safely.
 
-Layout: ``RUN_DIR/checkpoints/iter_000007/`` holding ``model.pt``, ``critic.pt`` (critic
-algorithms), ``optim.pt`` and ``state.json``; ``RUN_DIR/checkpoints/latest`` names the newest
-complete one. A checkpoint is written into a temporary folder that is renamed into place, and
-``latest`` is replaced only after that, so killing a run mid-write leaves the previous
-checkpoint intact and pointed to.
+Layout of ``RUN_DIR/checkpoints/iter_000007/``:
+
+* ``model.safetensors``: the policy's **trainable** parameters only (the last N layers, the
+  LoRA adapters, or everything when everything trains). Frozen weights are not copied: resume
+  rebuilds the model exactly as the run started (``model.name``, then ``model.init``) and
+  loads these on top;
+* ``critic.safetensors``: the critic (critic algorithms);
+* ``state.pt``: optimiser states and RNG states, tensors and plain types only, read with
+  ``torch.load(weights_only=True)``;
+* ``state.json``: the iteration and the file list, written last: a folder without it is
+  incomplete.
+
+``RUN_DIR/checkpoints/latest`` names the newest complete one. A checkpoint is written into a
+temporary folder that is renamed into place, and ``latest`` is replaced only after that, so
+killing a run mid-write leaves the previous checkpoint intact. Nothing in a run directory is
+ever unpickled into code: a crafted ``state.pt`` fails to load, it does not run.
+
+Resume (:func:`restore_latest`) takes the newest checkpoint that is complete and loads; a
+damaged one is named and skipped for the next older one, and stale temporary folders are
+removed.
 """
 
 from __future__ import annotations
@@ -21,13 +36,29 @@ import torch
 
 from agent_gym.paths import atomic_write_text
 
+FORMAT = 2
+_PREFIX = "iter_"
 
-def rng_state() -> dict[str, Any]:
-    """The global RNG states that sampling and shuffling use (python, numpy, torch CPU/CUDA)."""
-    state = {
+
+class CheckpointError(RuntimeError):
+    """A checkpoint file cannot be read; the message names it."""
+
+
+# ---- RNG states as tensors and plain types ------------------------------------------------
+
+
+def rng_state(extra: dict[str, torch.Tensor] | None = None) -> dict[str, Any]:
+    """The RNG states that sampling and shuffling use, as tensors and plain types.
+
+    Args:
+        extra: Private generator states to keep too (the rollout backend's, say).
+    """
+    kind, keys, pos, has_gauss, gauss = np.random.get_state()
+    state: dict[str, Any] = {
         "python": random.getstate(),
-        "numpy": np.random.get_state(),
+        "numpy": [kind, torch.from_numpy(np.asarray(keys, dtype=np.int64)), pos, has_gauss, gauss],
         "torch": torch.get_rng_state(),
+        "extra": dict(extra or {}),
     }
     if torch.cuda.is_available():
         state["cuda"] = torch.cuda.get_rng_state_all()
@@ -35,58 +66,231 @@ def rng_state() -> dict[str, Any]:
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    """Restore what :func:`rng_state` returned."""
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    """Restore what :func:`rng_state` returned (``extra`` is the caller's to restore)."""
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(internal), gauss))
+    kind, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((kind, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
     if "cuda" in state and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
 
 
-def save_checkpoint(run_dir: Path, iteration: int, learner: Any, *, keep: int = 2) -> Path:
+# ---- weights ------------------------------------------------------------------------------
+
+
+def trainable_state(module: Any) -> dict[str, torch.Tensor]:
+    """Name -> tensor of the parameters that train (``requires_grad``), detached on the CPU."""
+    return {
+        name: p.detach().cpu().contiguous()
+        for name, p in module.named_parameters()
+        if p.requires_grad
+    }
+
+
+def load_trainable(module: Any, path: Path) -> None:
+    """Copy the parameters saved in ``path`` into ``module`` by name.
+
+    Raises:
+        CheckpointError: The file is damaged, or names a parameter the module does not have
+            (or with another shape): the run's model is not the one the checkpoint came from.
+    """
+    from safetensors.torch import load_file
+
+    try:
+        saved = load_file(str(path))
+    except Exception as exc:  # noqa: BLE001 - safetensors raises several types on bad files
+        raise CheckpointError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, tensor in saved.items():
+            if name not in params or params[name].shape != tensor.shape:
+                raise CheckpointError(
+                    f"{path}: parameter {name} {tuple(tensor.shape)} does not fit this model"
+                )
+            params[name].copy_(tensor.to(params[name].device, params[name].dtype))
+
+
+# ---- writing ------------------------------------------------------------------------------
+
+
+def save_checkpoint(
+    run_dir: Path,
+    iteration: int,
+    learner: Any,
+    *,
+    keep: int = 2,
+    extra_rng: dict[str, torch.Tensor] | None = None,
+) -> Path:
     """Write checkpoint ``iteration`` and point ``latest`` at it; keep the newest ``keep``."""
+    from safetensors.torch import save_file
+
     root = Path(run_dir) / "checkpoints"
     root.mkdir(parents=True, exist_ok=True)
-    final = root / f"iter_{iteration:06d}"
-    tmp = root / f".iter_{iteration:06d}.{os.getpid()}.tmp"
+    final = root / f"{_PREFIX}{iteration:06d}"
+    tmp = root / f".{final.name}.{os.getpid()}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
-    torch.save(learner.model.state_dict(), tmp / "model.pt")
+    files = ["model.safetensors", "state.pt"]
+    save_file(trainable_state(learner.model), str(tmp / "model.safetensors"))
     optim = {"actor": learner.optimizer.state_dict()}
     if learner.critic is not None:
-        torch.save(learner.critic.state_dict(), tmp / "critic.pt")
+        save_file(trainable_state(learner.critic), str(tmp / "critic.safetensors"))
         optim["critic"] = learner.critic_optimizer.state_dict()
-    torch.save(optim, tmp / "optim.pt")
-    torch.save(rng_state(), tmp / "rng.pt")
-    (tmp / "state.json").write_text(json.dumps({"iteration": iteration}))
+        files.append("critic.safetensors")
+    torch.save({"optim": optim, "rng": rng_state(extra_rng)}, tmp / "state.pt")
+    meta = {"format": FORMAT, "iteration": iteration, "files": files}
+    (tmp / "state.json").write_text(json.dumps(meta))
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)
     atomic_write_text(root / "latest", final.name + "\n")
-    done = sorted(p for p in root.glob("iter_*") if p.is_dir())
-    for old in done[:-keep]:
+    for old in complete_checkpoints(run_dir)[keep:]:
         shutil.rmtree(old, ignore_errors=True)
     return final
 
 
-def latest_checkpoint(run_dir: Path) -> Path | None:
-    """The newest complete checkpoint of a run, or None."""
-    pointer = Path(run_dir) / "checkpoints" / "latest"
-    if not pointer.is_file():
+# ---- reading ------------------------------------------------------------------------------
+
+
+def _meta(path: Path) -> dict[str, Any] | None:
+    try:
+        meta = json.loads((path / "state.json").read_text())
+    except (OSError, ValueError):
         return None
-    path = pointer.parent / pointer.read_text().strip()
-    return path if (path / "state.json").is_file() else None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        return None
+    if not all((path / f).is_file() for f in meta.get("files", [])):
+        return None
+    return meta
 
 
-def load_checkpoint(path: Path, learner: Any) -> int:
-    """Load a checkpoint into ``learner`` (and the global RNGs); return its iteration."""
-    dev = learner.device
-    learner.model.load_state_dict(torch.load(path / "model.pt", map_location=dev))
-    optim = torch.load(path / "optim.pt", map_location=dev, weights_only=False)
-    learner.optimizer.load_state_dict(optim["actor"])
+def complete_checkpoints(run_dir: Path) -> list[Path]:
+    """The run's complete checkpoints, newest first (``state.json`` and every file present)."""
+    root = Path(run_dir) / "checkpoints"
+    if not root.is_dir():
+        return []
+    found = [p for p in root.glob(f"{_PREFIX}*") if p.is_dir() and _meta(p) is not None]
+    return sorted(found, key=lambda p: p.name, reverse=True)
+
+
+def latest_checkpoint(run_dir: Path) -> Path | None:
+    """The newest complete checkpoint: the one ``latest`` names, else the newest on disk."""
+    pointer = Path(run_dir) / "checkpoints" / "latest"
+    if pointer.is_file():
+        named = pointer.parent / pointer.read_text().strip()
+        if named.is_dir() and _meta(named) is not None:
+            return named
+    done = complete_checkpoints(run_dir)
+    return done[0] if done else None
+
+
+def load_checkpoint(path: Path, learner: Any) -> tuple[int, dict[str, torch.Tensor]]:
+    """Load a checkpoint into ``learner`` and the global RNGs.
+
+    Returns:
+        ``(iteration, extra_rng)``: the checkpoint's iteration and the private generator
+        states saved with it.
+
+    Raises:
+        CheckpointError: A file is missing, damaged, or not plain data (a pickle that would
+            run code is refused); the message names the file.
+    """
+    meta = _meta(path)
+    if meta is None:
+        raise CheckpointError(f"{path}: incomplete checkpoint (state.json missing or bad)")
+    load_trainable(learner.model, path / "model.safetensors")
     if learner.critic is not None:
-        learner.critic.load_state_dict(torch.load(path / "critic.pt", map_location=dev))
-        learner.critic_optimizer.load_state_dict(optim["critic"])
-    set_rng_state(torch.load(path / "rng.pt", weights_only=False))
+        load_trainable(learner.critic, path / "critic.safetensors")
+    try:
+        state = torch.load(path / "state.pt", map_location=learner.device, weights_only=True)
+    except Exception as exc:  # noqa: BLE001 - UnpicklingError, EOFError, RuntimeError, ...
+        raise CheckpointError(
+            f"{path / 'state.pt'}: cannot read as plain data ({type(exc).__name__}: {exc})"
+        ) from None
+    try:
+        learner.optimizer.load_state_dict(state["optim"]["actor"])
+        if learner.critic is not None:
+            learner.critic_optimizer.load_state_dict(state["optim"]["critic"])
+        set_rng_state(state["rng"])
+    except (KeyError, ValueError, TypeError, RuntimeError) as exc:
+        raise CheckpointError(f"{path / 'state.pt'}: does not fit this run ({exc})") from None
+    return int(meta["iteration"]), dict(state["rng"].get("extra", {}))
+
+
+def remove_stale_temporaries(run_dir: Path) -> list[Path]:
+    """Delete ``.iter_*.tmp`` folders left by a run killed mid-write; return them."""
+    root = Path(run_dir) / "checkpoints"
+    stale = list(root.glob(f".{_PREFIX}*.tmp")) if root.is_dir() else []
+    for path in stale:
+        shutil.rmtree(path, ignore_errors=True)
+    return stale
+
+
+def restore_latest(
+    run_dir: Path, learner: Any, log: Any = print
+) -> tuple[int, dict[str, torch.Tensor]]:
+    """Load the newest loadable checkpoint of ``run_dir``, falling back to older ones.
+
+    Returns:
+        ``(iteration, extra_rng)`` of the checkpoint loaded.
+
+    Raises:
+        FileNotFoundError: The run has no complete, loadable checkpoint (the message names
+            every damaged one).
+    """
+    for path in remove_stale_temporaries(run_dir):
+        log(f"removed {path.name}, left by a checkpoint write that did not finish")
+    problems = []
+    candidates = complete_checkpoints(run_dir)
+    newest = latest_checkpoint(run_dir)
+    if newest is not None and newest in candidates:
+        candidates.remove(newest)
+        candidates.insert(0, newest)
+    for path in candidates:
+        try:
+            result = load_checkpoint(path, learner)
+        except CheckpointError as exc:
+            problems.append(str(exc))
+            log(f"skipping damaged checkpoint: {exc}")
+            continue
+        if problems:
+            log(f"resuming from the older checkpoint {path.name}")
+        return result
+    detail = "; ".join(problems) if problems else "none written yet"
+    raise FileNotFoundError(f"{run_dir}: no complete checkpoint to resume from ({detail})")
+
+
+def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: int = 0) -> int:
+    """Start ``model`` from the final weights of another run (``model.init``); return its iteration.
+
+    A checkpoint holds only what that run trained, so the other run's own starting point (its
+    ``model.init``, recursively) is applied first; its ``model.name`` must be this run's.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` has no complete checkpoint.
+        ValueError: The other run trained another base model, or the inits loop.
+        CheckpointError: Its weights do not fit ``model`` (another architecture).
+    """
+    run_dir = Path(run_dir)
+    if _depth > 16:
+        raise ValueError(f"model.init={str(run_dir)!r}: runs start from each other in a loop")
+    config = run_dir / "config.json"
+    if config.is_file():
+        other = json.loads(config.read_text()).get("model", {})
+        if model_name is not None and other.get("name", model_name) != model_name:
+            raise ValueError(
+                f"model.init={str(run_dir)!r} trained {other['name']!r}, this run loads "
+                f"{model_name!r}: set model.name to the same model"
+            )
+        if other.get("init"):
+            load_init(model, Path(other["init"]), model_name, _depth + 1)
+    path = latest_checkpoint(run_dir)
+    if path is None:
+        raise FileNotFoundError(
+            f"model.init={str(run_dir)!r}: no complete checkpoint there (a run directory of "
+            "`algos train` or `algos sft` holds checkpoints/latest)"
+        )
+    load_trainable(model, path / "model.safetensors")
     return int(json.loads((path / "state.json").read_text())["iteration"])

@@ -1,8 +1,9 @@
-"""The ``algos`` command: ``train``, ``eval``, ``list`` and ``plot``.
+"""The ``algos`` command: ``train``, ``sft``, ``eval``, ``list`` and ``plot``.
 
 algos train recipes/alfworld/gigpo.toml [--set key=value ...]
 algos train --resume runs/ALFWorld-v0-gigpo-20250101-120000
-algos eval --env AgentR1/ALFWorld-v0 --policy hf:smollm2-135m --episodes 20 --split valid_seen
+algos sft recipes/alfworld/gigpo.toml [--set sft.demos=500 ...]
+algos eval --env alfworld --policy random --policy hf:smollm2-135m --episodes 16
 algos list
 algos plot RUN_DIR
 """
@@ -17,13 +18,17 @@ from pathlib import Path
 
 def _train(args: argparse.Namespace) -> int:
     from algos.config import load_config
-    from algos.trainer import train
+    from algos.trainer import resume, train
 
     if args.resume:
         if args.recipe or args.set:
-            print("--resume takes the run's own config; drop the recipe and --set", file=sys.stderr)
+            print(
+                "algos train: --resume takes the run's own config; drop the recipe and --set "
+                "(use --iterations N to extend the run)",
+                file=sys.stderr,
+            )
             return 2
-        run_dir = train(None, run_dir=Path(args.resume), resume=True)  # type: ignore[arg-type]
+        run_dir = resume(Path(args.resume), iterations=args.iterations)
     else:
         if not args.recipe:
             print(
@@ -31,8 +36,10 @@ def _train(args: argparse.Namespace) -> int:
                 file=sys.stderr,
             )
             return 2
-        cfg = load_config(args.recipe, args.set or [])
-        run_dir = train(cfg)
+        overrides = list(args.set or [])
+        if args.iterations is not None:
+            overrides.append(f"run.iterations={args.iterations}")
+        run_dir = train(load_config(args.recipe, overrides))
     print(f"run directory: {run_dir}")
     plots = run_dir / "plots" / "curves.png"
     if plots.is_file():
@@ -40,25 +47,56 @@ def _train(args: argparse.Namespace) -> int:
     return 0
 
 
+def _sft(args: argparse.Namespace) -> int:
+    from algos.config import load_config
+    from algos.sft import resume_sft, sft
+
+    if args.resume:
+        run_dir = resume_sft(Path(args.resume))
+    else:
+        if not args.recipe:
+            print("algos sft: give a recipe or --resume RUN_DIR", file=sys.stderr)
+            return 2
+        run_dir = sft(load_config(args.recipe, args.set or []))
+    print(f"run directory: {run_dir}")
+    print(f"start RL from it with: --set model.init={run_dir}")
+    return 0
+
+
 def _eval(args: argparse.Namespace) -> int:
     from algos.config import load_config
-    from algos.eval import evaluate, expert_evaluate, policy_backend, with_env
+    from algos.eval import (
+        REFERENCE_AGENTS,
+        evaluate,
+        evaluate_agent,
+        open_policy,
+        table,
+        with_env,
+    )
 
     cfg = with_env(load_config(args.recipe, args.set or []), args.env, args.split)
-    if args.policy == "expert":
-        result = expert_evaluate(cfg, args.episodes)
-    else:
-        backend = policy_backend(args.policy, cfg, model_name=args.model)
-        result = evaluate(cfg, backend, args.episodes)
-    print(f"{cfg.env.id} [{args.policy}] {result['line']}")
-    for name, block in result.get("per_task_type", {}).items():
-        lo, hi = block["success_ci95"]
-        print(
-            f"  {name:36s} success {block['success_rate']:.1%} ({lo:.1%}-{hi:.1%}) "
-            f"n={block['episodes']}"
-        )
+    policies = [p for spec in args.policy for p in spec.split(",") if p]
+    rows, results = [], {}
+    for spec in policies:
+        if spec in REFERENCE_AGENTS:
+            result = evaluate_agent(cfg, spec, args.episodes, progress=True)
+        else:
+            backend = open_policy(spec, cfg, served_model=args.model)
+            result = evaluate(cfg, backend, args.episodes, progress=True)
+        print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
+        rows.append((spec, result))
+        results[spec] = result
+    print(f"\n{cfg.env.id}, {args.episodes} held-out tasks (seeds {cfg.env.eval_seed}+):")
+    print(table(rows))
+    for spec, result in rows:
+        for name, block in result.get("per_task_type", {}).items():
+            lo, hi = block["success_ci95"]
+            print(
+                f"  {spec}: {name:36s} success {block['success_rate']:.1%} ({lo:.1%}-{hi:.1%}) "
+                f"n={block['episodes']}"
+            )
     if args.json:
-        Path(args.json).write_text(json.dumps(result, indent=2))
+        Path(args.json).write_text(json.dumps(results, indent=2))
     return 0
 
 
@@ -66,23 +104,22 @@ def _list(args: argparse.Namespace) -> int:
     from agent_gym.registration import ENV_IDS
     from algos.algorithms import ALGORITHMS
     from algos.models import MODEL_NAMES
+    from algos.registry import ESTIMATORS, POLICY_LOSSES
 
     print("algorithms:")
     for a in ALGORITHMS.values():
         print(
             f"  {a.name:14s} {a.estimator} + {a.loss}{' + critic' if a.critic else ''}: {a.summary}"
         )
-    from algos.registry import ESTIMATORS, POLICY_LOSSES
-
     print(f"estimators (algo.estimator): {', '.join(ESTIMATORS)}")
     print(f"policy losses (algo.policy_loss): {', '.join(POLICY_LOSSES)}")
-    print("envs:")
+    print("envs (short names work too: alfworld, webshop, hotpotqa, papersearch):")
     for env_id in ENV_IDS:
         print(f"  {env_id}")
     print("models:")
     for name, text in MODEL_NAMES.items():
         print(f"  {name:14s} {text}")
-    print("  <path or id>   any Hugging Face causal LM with a chat template")
+    print("  <folder>       a local Hugging Face model folder (nothing is downloaded)")
     return 0
 
 
@@ -94,45 +131,80 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
+class _Help(argparse.RawDescriptionHelpFormatter):
+    """Shows an option's default in its help, where it has one."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to document the CLI)."""
-    p = argparse.ArgumentParser(prog="algos", description="Train and evaluate LLM agents.")
-    sub = p.add_subparsers(dest="command", required=True)
-    t = sub.add_parser("train", help="train from a TOML recipe, or resume a run")
-    t.add_argument("recipe", nargs="?", help="recipe file, e.g. recipes/alfworld/gigpo.toml")
-    t.add_argument(
-        "--set",
-        action="append",
-        metavar="KEY=VALUE",
-        help="override a config field, e.g. --set optim.lr=1e-5 (repeatable)",
+    p = argparse.ArgumentParser(
+        prog="algos", description="Train and evaluate LLM agents.", formatter_class=_Help
     )
+    sub = p.add_subparsers(dest="command", required=True)
+    sets = {"action": "append", "metavar": "KEY=VALUE", "default": None}
+    t = sub.add_parser(
+        "train", help="train from a TOML recipe, or resume a run", formatter_class=_Help
+    )
+    t.add_argument("recipe", nargs="?", help="recipe file, e.g. recipes/alfworld/gigpo.toml")
+    t.add_argument("--set", help="override a config field, e.g. optim.lr=1e-5 (repeatable)", **sets)
     t.add_argument("--resume", metavar="RUN_DIR", help="continue a run from its last checkpoint")
+    t.add_argument("--iterations", type=int, help="total iterations (also extends a resumed run)")
     t.set_defaults(func=_train)
-    e = sub.add_parser("eval", help="success rate and score of a policy, with 95%% intervals")
-    e.add_argument("--env", help="env id (default: the recipe's)")
-    e.add_argument("--policy", required=True, help="hf:MODEL, vllm:MODEL, openai:URL or expert")
-    e.add_argument("--model", help="served model name for openai:URL")
-    e.add_argument("--episodes", type=int, default=20)
-    e.add_argument("--split", help="data split passed to the env (e.g. valid_seen)")
-    e.add_argument("--recipe", help="recipe for prompt/format settings (default: built-ins)")
-    e.add_argument("--set", action="append", metavar="KEY=VALUE", help="config override")
-    e.add_argument("--json", metavar="PATH", help="also write the result as JSON")
+    s = sub.add_parser(
+        "sft", help="behaviour cloning on scripted-expert demonstrations", formatter_class=_Help
+    )
+    s.add_argument("recipe", nargs="?", help="recipe whose env, prompts and model to use")
+    s.add_argument("--set", help="override a config field, e.g. sft.demos=500 (repeatable)", **sets)
+    s.add_argument("--resume", metavar="RUN_DIR", help="continue an SFT run from its checkpoint")
+    s.set_defaults(func=_sft)
+    e = sub.add_parser(
+        "eval",
+        help="success, score and valid actions of policies on the same held-out tasks",
+        formatter_class=_Help,
+    )
+    e.add_argument(
+        "--env", help="env id or short name (default: the recipe's env, else AgentR1/ALFWorld-v0)"
+    )
+    e.add_argument(
+        "--policy",
+        action="append",
+        required=True,
+        help="random, expert, hf:MODEL, run:RUN_DIR, vllm:MODEL or openai:URL; repeat (or "
+        "comma-separate) for a table",
+    )
+    e.add_argument("--model", help="served model name for openai:URL (default: model.name)")
+    e.add_argument("--episodes", type=int, default=20, help="held-out tasks to play")
+    e.add_argument("--split", help="data split of the tasks (default: env.eval_kwargs' split)")
+    e.add_argument("--recipe", help="recipe for prompt/format settings (default: the built-ins)")
+    e.add_argument("--set", help="config override (repeatable)", **sets)
+    e.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     e.set_defaults(func=_eval)
     sub.add_parser("list", help="algorithms, envs and models").set_defaults(func=_list)
     pl = sub.add_parser("plot", help="write learning-curve PNGs of a run")
-    pl.add_argument("run_dir")
+    pl.add_argument("run_dir", help="a run directory")
     pl.set_defaults(func=_plot)
     return p
 
 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``algos`` console script."""
+    from algos.checkpoint import CheckpointError
+
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError) as exc:
+    except (ValueError, FileNotFoundError, CheckpointError) as exc:
         print(f"algos {args.command}: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"algos {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":

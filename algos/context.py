@@ -17,8 +17,8 @@ History is shortened through whichever form the observation has:
 * a multi-turn message list ``[system?, user, assistant, user, assistant, ..., user]``: the
   oldest ``user``/``assistant`` pairs are removed;
 * a ``ChatPrompt`` observation whose history is rendered inside the last user message: the
-  rollout asks the wrapper for the same prompt with a shorter history, through a
-  ``shorter`` callback (see :func:`fit_prompt`).
+  rollout asks the wrapper (in whatever process or machine it runs) for the same prompt with a
+  shorter history (see :func:`fit_prompt`).
 """
 
 from __future__ import annotations
@@ -77,9 +77,8 @@ def fit_prompt(
     tokenizer: Any,
     messages: Messages,
     max_tokens: int,
-    shorter: Callable[[int], Messages | None] | None = None,
-    *,
-    max_history: int = 64,
+    rerender: Callable[[int], Messages] | None = None,
+    held: int | Callable[[], int] = 0,
 ) -> tuple[list[int] | None, int]:
     """Apply the context-length rule to one prompt.
 
@@ -87,10 +86,12 @@ def fit_prompt(
         tokenizer: A tokenizer with a chat template.
         messages: The full prompt (newest observation last).
         max_tokens: Budget for the prompt's token count.
-        shorter: Optional ``shorter(k)`` returning the same prompt rendered with only the
-            ``k`` most recent history entries (``None`` when ``k`` is not smaller than the
-            history held), as a ``ChatPrompt`` wrapper can. Tried with ``k`` going down to 0.
-        max_history: The largest ``k`` tried first is ``max_history - 1``.
+        rerender: Optional ``rerender(k)`` returning the same prompt rendered with only the
+            ``k`` most recent history entries, as a ``ChatPrompt`` wrapper can
+            (:meth:`~algos.env_slots.EnvSlots.messages`). Tried with ``k`` going down from
+            ``held - 1`` to 0.
+        held: How many history entries the prompt holds (for ``rerender``), or a callable
+            asked only once re-rendering is needed (a round trip to an async or Ray env).
 
     Returns:
         ``(ids, dropped)``: the prompt ids and how many history entries were dropped, or
@@ -105,35 +106,12 @@ def fit_prompt(
         ids = encode(tokenizer, variant)
         if len(ids) <= max_tokens:
             return ids, dropped
-    if shorter is not None:
-        # Ask for shorter histories, newest kept, down to none; None = not shorter than now.
-        for k in range(max_history - 1, -1, -1):
-            variant = shorter(k)
-            if variant is None:
-                continue
+    if rerender is not None:
+        # Shorter histories, newest kept, down to none.
+        size = held() if callable(held) else held
+        for k in range(size - 1, -1, -1):
             dropped += 1
-            ids = encode(tokenizer, variant)
+            ids = encode(tokenizer, rerender(k))
             if len(ids) <= max_tokens:
                 return ids, dropped
     return None, dropped
-
-
-def chat_prompt_shorter(env: Any) -> Callable[[int], Messages | None] | None:
-    """A ``shorter(k)`` callback for an env wrapped in ``ChatPrompt`` (None if it is not).
-
-    ``ChatPrompt`` renders its history inside the user message, so the rollout cannot cut it
-    from the messages; it asks the wrapper for the current state rendered with only the ``k``
-    newest history pairs (``ChatPrompt.messages(history_length=k)``, which changes nothing).
-    """
-    layer = env
-    while layer is not None and not (hasattr(layer, "messages") and hasattr(layer, "history")):
-        layer = getattr(layer, "env", None)
-    if layer is None:
-        return None
-
-    def shorter(k: int) -> Messages | None:
-        if k >= len(layer.history):
-            return None
-        return layer.messages(history_length=k)
-
-    return shorter

@@ -1,169 +1,142 @@
-"""Evaluation: success rate and score with 95% intervals, overall and per task type.
+"""Evaluation on one fixed held-out task list, for every kind of policy.
 
-Policies: ``hf:MODEL`` (transformers), ``vllm:MODEL``, ``openai:URL`` (any OpenAI-compatible
-server; ``--model`` names the served model) and ``expert`` (the env's scripted
-``expert_action()``, an upper reference).
+The tasks are ``env.eval_seed + i`` from ``env.eval_kwargs``' split (:func:`algos.envs.eval_seeds`);
+each row of a result table is one policy on exactly those tasks:
+
+* ``random``: uniform over ``info["admissible_actions"]`` (:class:`agent_gym.RandomAgent`);
+* ``expert``: the env's scripted ``expert_action()`` (an upper reference);
+* a model: ``hf:MODEL`` (transformers), ``vllm:MODEL``, ``openai:URL`` (``--model`` names the
+  served model), or ``run:RUN_DIR`` / a run directory (the run's model with its latest
+  checkpoint), stepped in batches through the same wrappers, prompts and context rule as the
+  training rollout.
+
+Every row reports success with its 95% Wilson interval, mean score, valid-action ratio, mean
+length and n (:func:`agent_gym.episode.summarize`).
 """
 
 from __future__ import annotations
 
 import copy
-from collections import Counter, defaultdict
+import json
+from pathlib import Path
 from typing import Any
 
+from agent_gym.episode import Episode, summarize
 from algos.backends.base import SamplingParams
-from algos.config import Config
-from algos.metrics import mean_interval, wilson_interval
-from algos.rollout import Episode, rollout
+from algos.config import Config, config_from_dict
+from algos.envs import env_kwargs, eval_seeds, make_envs, resolve_env
+from algos.metrics import progress_bar
+from algos.rollout import rollout
+
+#: Policies that need no model.
+REFERENCE_AGENTS = ("random", "expert")
 
 
-def summarize(episodes: list[Episode]) -> dict[str, Any]:
-    """Success rate (Wilson 95% interval) and mean score (normal 95% interval), per task type.
+def evaluate(cfg: Config, backend: Any, episodes: int, *, progress: bool = False) -> dict[str, Any]:
+    """Play the held-out tasks with a model ``backend``; return :func:`summarize`'s dict.
 
-    Also the mean return, episode length, share of valid actions and how episodes ended
-    (``terminated``, ``truncated``, ``max_steps``, ``context_limit``), which tell an
-    untrained policy's failure modes apart.
+    Episodes run in batches of up to ``rollout.max_batch_size`` envs (a batch costs as many
+    generate calls as its longest episode), with ``rollout.eval_temperature``.
     """
-
-    def block(eps: list[Episode]) -> dict[str, Any]:
-        wins = sum(e.won for e in eps)
-        lo, hi = wilson_interval(wins, len(eps))
-        score, s_lo, s_hi = mean_interval([e.score for e in eps])
-        return {
-            "episodes": len(eps),
-            "success_rate": wins / max(len(eps), 1),
-            "success_ci95": [lo, hi],
-            "score_mean": score,
-            "score_ci95": [s_lo, s_hi],
-            "return_mean": sum(e.ret for e in eps) / max(len(eps), 1),
-            "episode_length": sum(e.length for e in eps) / max(len(eps), 1),
-            "valid_action_ratio": sum(e.valid_actions for e in eps)
-            / max(sum(e.length for e in eps), 1),
-            "end_reasons": dict(sorted(Counter(e.end_reason for e in eps).items())),
-        }
-
-    out = block(episodes)
-    # Where the tasks came from: "generated:*" data is agent-gym's, not the official benchmark.
-    out["data_sources"] = sorted({e.data_source for e in episodes if e.data_source})
-    by_type: dict[str, list[Episode]] = defaultdict(list)
-    for e in episodes:
-        if e.task_type:
-            by_type[e.task_type].append(e)
-    if by_type:
-        out["per_task_type"] = {k: block(v) for k, v in sorted(by_type.items())}
-    out["line"] = (
-        f"success {out['success_rate']:.1%} (95% CI {out['success_ci95'][0]:.1%}-"
-        f"{out['success_ci95'][1]:.1%}), score {out['score_mean']:.3f} "
-        f"(95% CI {out['score_ci95'][0]:.3f}-{out['score_ci95'][1]:.3f}), "
-        f"return {out['return_mean']:.2f}, length {out['episode_length']:.1f}, n={out['episodes']}"
-        f", data {', '.join(out['data_sources']) or 'unknown'}"
-    )
-    return out
-
-
-def evaluate(
-    cfg: Config, backend: Any, episodes: int, *, batch: int | None = None
-) -> dict[str, Any]:
-    """Run ``episodes`` evaluation episodes (one per task seed) with ``backend``.
-
-    Seeds are ``cfg.env.eval_seed + i`` (disjoint from training's hashed seeds); the env is
-    built with ``cfg.env.eval_kwargs`` over ``cfg.env.kwargs``; sampling uses
-    ``cfg.rollout.eval_temperature``.
-
-    Args:
-        cfg: The config (env, wrappers, prompt budget, step cap, sampling).
-        backend: The policy.
-        episodes: Number of episodes (task seeds).
-        batch: Envs stepped together. The default runs every episode in one batch, up to
-            ``cfg.rollout.max_batch_size``: a batch costs as many generate calls as its
-            longest episode, so splitting 20 episodes into 16 + 4 would nearly double the
-            time of a benchmark whose failures run to the step limit.
-    """
-    from algos.trainer import make_envs, shorter_for
-
     r = cfg.rollout
-    width = batch or max(min(episodes, r.max_batch_size), 1)
+    seeds = eval_seeds(cfg, episodes)
+    width = max(min(episodes, r.max_batch_size), 1)
     done: list[Episode] = []
     venv = make_envs(cfg, width, evaluation=True)
+    bar = progress_bar(progress, "eval episodes", total=episodes, unit="episode")
     try:
-        start = 0
-        while start < episodes:
-            n = min(width, episodes - start)
-            seeds = [cfg.env.eval_seed + start + i for i in range(n)]
-            envs = list(venv.envs[:n]) if hasattr(venv, "envs") else venv
-            if not hasattr(venv, "envs") and n != width:
-                seeds += seeds[-1:] * (width - n)  # a vector env needs a seed for every slot
+        for start in range(0, episodes, width):
+            batch = seeds[start : start + width]
+            batch += batch[-1:] * (width - len(batch))  # every slot needs a seed; extras dropped
             ro = rollout(
-                envs,
+                venv,
                 backend,
-                seeds=seeds,
-                groups=list(range(len(seeds))),
+                seeds=batch,
+                groups=list(range(width)),
                 sampling=SamplingParams(r.max_new_tokens, r.eval_temperature, 1.0),
                 max_prompt_tokens=r.max_prompt_tokens,
                 max_steps=cfg.env.max_steps or None,
-                shorter=shorter_for(venv),
+                rerender_history=True,
                 record_text=False,
+                progress=progress,
             )
-            done.extend(ro.episodes[:n])
-            start += n
+            done.extend(ro.episodes[: min(width, episodes - start)])
+            if bar is not None:
+                bar.update(min(width, episodes - start))
     finally:
         venv.close()
+        if bar is not None:
+            bar.close()
     return summarize(done)
 
 
-def expert_evaluate(cfg: Config, episodes: int) -> dict[str, Any]:
-    """Evaluate the env's scripted expert (``env.unwrapped.expert_action()``), plain actions."""
-    import gymnasium as gym
+def evaluate_agent(
+    cfg: Config, agent: str, episodes: int, *, progress: bool = False
+) -> dict[str, Any]:
+    """Play the held-out tasks with a reference agent (``random`` or ``expert``).
 
-    import agent_gym  # noqa: F401
-
-    eps: list[Episode] = []
-    kwargs = {**cfg.env.kwargs, **cfg.env.eval_kwargs}
-    env = gym.make(cfg.env.id, **kwargs)
-    try:
-        for i in range(episodes):
-            seed = cfg.env.eval_seed + i
-            _, info = env.reset(seed=seed)
-            ep = Episode(
-                traj=i,
-                group=i,
-                seed=seed,
-                task=str(info.get("task", "")),
-                task_type=str(info.get("task_type", "")),
-                data_source=str(info.get("data_source", "")),
-            )
-            while True:
-                _, rew, term, trunc, info = env.step(env.unwrapped.expert_action())
-                ep.ret += float(rew)
-                ep.length += 1
-                ep.valid_actions += bool(info.get("is_action_valid", True))
-                ep.won = bool(info.get("won", False))
-                ep.score = float(info.get("score", 0.0))
-                if term or trunc:
-                    ep.end_reason = "terminated" if term else "truncated"
-                    break
-            eps.append(ep)
-    finally:
-        env.close()
-    return summarize(eps)
-
-
-def policy_backend(spec: str, cfg: Config, *, model_name: str | None = None) -> Any:
-    """Build the backend named by ``hf:MODEL``, ``vllm:MODEL`` or ``openai:URL``.
+    The agent acts on the env's own commands (no parsing, no prompt), under the same step
+    cap as a model (``env.max_steps``); success, score and validity are the env's.
 
     Raises:
-        ValueError: Any other spec (``expert`` is handled by :func:`expert_evaluate`).
+        ValueError: Unknown agent, or ``expert`` on an env without ``expert_action()``.
     """
-    kind, _, target = spec.partition(":")
-    if kind == "hf":
-        from algos.backends.hf import HFBackend
-        from algos.models import load_model
-        from algos.trainer import resolve_device
+    import gymnasium as gym
 
-        model, tok = load_model(
-            target or cfg.model.name, dtype=cfg.model.dtype, device=resolve_device(cfg.model.device)
-        )
-        return HFBackend(model, tok, max_batch_size=cfg.rollout.max_batch_size)
+    from agent_gym.agents import ExpertAgent, RandomAgent, run_episode
+
+    if agent not in REFERENCE_AGENTS:
+        raise ValueError(f"unknown reference agent {agent!r}; use {' or '.join(REFERENCE_AGENTS)}")
+    env = gym.make(resolve_env(cfg.env.id), **env_kwargs(cfg, evaluation=True))
+    try:
+        player = RandomAgent(cfg.run.seed) if agent == "random" else ExpertAgent(env)
+    except ValueError:
+        env.close()
+        raise
+    bar = progress_bar(progress, f"eval ({agent})", total=episodes, unit="episode")
+    done = []
+    try:
+        for seed in eval_seeds(cfg, episodes):
+            done.append(run_episode(env, player, seed=seed, max_steps=cfg.env.max_steps or None))
+            if bar is not None:
+                bar.update(1)
+    finally:
+        env.close()
+        if bar is not None:
+            bar.close()
+    for ep in done:
+        ep.steps = []  # the infos are large; the summary needs the counts only
+    return summarize(done)
+
+
+def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> Any:
+    """The backend a policy spec names (see the module docstring).
+
+    Raises:
+        ValueError: An unknown spec.
+        FileNotFoundError: A run directory without a checkpoint, or a model that is not here.
+    """
+    from algos.backends import make_backend
+
+    kind, sep, target = spec.partition(":")
+    if not sep and Path(spec).is_dir():
+        kind, target = "run", spec
+    if kind in ("hf", "run"):
+        from algos.policy import build_models
+
+        cfg = copy.deepcopy(cfg) if kind == "hf" else run_config(Path(target))
+        if kind == "hf":
+            cfg.model.name = target or cfg.model.name
+            cfg.model.init = ""
+        else:
+            cfg.model.init = target  # the run's own weights on top of its starting point
+        cfg.algo.kl_coef = 0.0  # evaluation needs no reference copy ...
+        cfg.algo.name = "grpo"  # ... and no critic
+        models = build_models(cfg)
+        return make_backend(
+            "hf", models.model, models.tokenizer, seed=cfg.run.seed,
+            max_batch_size=cfg.rollout.max_batch_size,
+        )  # fmt: skip
     if kind == "vllm":
         from algos.backends.vllm import VLLMBackend
 
@@ -171,15 +144,57 @@ def policy_backend(spec: str, cfg: Config, *, model_name: str | None = None) -> 
     if kind == "openai":
         from algos.backends.openai import OpenAIBackend
 
-        return OpenAIBackend(target, model=model_name or cfg.model.name)
-    raise ValueError(f"unknown policy {spec!r}; use hf:MODEL, vllm:MODEL, openai:URL or expert")
+        return OpenAIBackend(target, model=served_model or cfg.model.name)
+    raise ValueError(
+        f"unknown policy {spec!r}; use random, expert, hf:MODEL, run:RUN_DIR, vllm:MODEL or "
+        "openai:URL"
+    )
+
+
+def run_config(run_dir: Path) -> Config:
+    """The resolved config a run directory was trained with (``config.json``, plain JSON).
+
+    Raises:
+        FileNotFoundError: ``run_dir`` has no ``config.json``.
+    """
+    path = Path(run_dir) / "config.json"
+    if not path.is_file():
+        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from None
+    return config_from_dict(data)
 
 
 def with_env(cfg: Config, env_id: str | None, split: str | None) -> Config:
-    """A copy of ``cfg`` for another env id and/or split."""
+    """A copy of ``cfg`` for another env id and/or evaluation split."""
     cfg = copy.deepcopy(cfg)
     if env_id:
-        cfg.env.id = env_id
+        cfg.env.id = resolve_env(env_id)
     if split:
         cfg.env.eval_kwargs = {**cfg.env.eval_kwargs, "split": split}
     return cfg
+
+
+def table(rows: list[tuple[str, dict[str, Any]]]) -> str:
+    """A fixed-width table of evaluation results, one row per policy.
+
+    >>> s = {"success_rate": 0.25, "success_ci95": [0.1, 0.5], "score_mean": 0.3,
+    ...      "valid_action_ratio": 0.9, "episode_length": 4.0, "episodes": 8}
+    >>> print(table([("random", s)]))  # doctest: +NORMALIZE_WHITESPACE
+    policy   success [95% CI]        score   valid  length    n
+    random   25.0% [10.0%-50.0%]     0.300   90.0%     4.0    8
+    """
+    width = max([len(name) for name, _ in rows] + [6]) + 2
+    lines = [
+        f"{'policy':{width}} {'success [95% CI]':22} {'score':>7} {'valid':>7} {'length':>7} {'n':>4}"
+    ]
+    for name, s in rows:
+        lo, hi = s["success_ci95"]
+        ci = f"{s['success_rate']:.1%} [{lo:.1%}-{hi:.1%}]"
+        lines.append(
+            f"{name:{width}} {ci:22} {s['score_mean']:7.3f} {s['valid_action_ratio']:7.1%} "
+            f"{s['episode_length']:7.1f} {s['episodes']:4d}"
+        )
+    return "\n".join(lines)

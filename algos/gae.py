@@ -1,7 +1,7 @@
 """Critic-based estimators: step-level GAE (StepPO) and token-level GAE.
 
 * :func:`step_gae` is StepPO's estimator (Agent-R1 ``compute_gae_advantage_return``,
-  ALGOS_SPEC §5.2): the whole response is one action, the critic's value at the step boundary
+  docs/algorithms.md): the whole response is one action, the critic's value at the step boundary
   ``values[:, 0]`` is V(s_t), and GAE runs over the step timeline of each trajectory.
 * :func:`gae` is verl's token-level GAE (§5.1): each row is its own token timeline, and tokens
   with mask 0 (observation or tool output inside a response) are skipped.
@@ -20,6 +20,7 @@ from algos.rows import (
     as_key_rows,
     as_mask,
     broadcast_rows,
+    check_finite_tokens,
     out_dtype,
     scatter_rows,
     take,
@@ -142,6 +143,10 @@ def gae(
 
     Returns:
         ``(advantages, returns)``, both (B, L), multiplied by ``response_mask``.
+
+    Raises:
+        ValueError: A shape differs from ``response_mask``'s, or a reward or value under the
+            mask is NaN/inf.
     """
     mask = as_mask(response_mask)
     rewards = torch.as_tensor(token_level_rewards)
@@ -153,6 +158,8 @@ def gae(
             )
     rows = torch.from_numpy(valid_rows(sample_mask, mask.shape[0])).to(mask.device)
     m = (mask != 0) & rows.unsqueeze(1)
+    check_finite_tokens("token_level_rewards", rewards, m)
+    check_finite_tokens("values", vals, m)
     mf = m.to(torch.float64)
     r = torch.where(m, rewards.to(torch.float64), 0.0)
     v = vals.to(torch.float64)

@@ -1,6 +1,6 @@
 """GiGPO: group-in-group policy optimisation (arXiv:2505.10978, verl-agent ``gigpo/core_gigpo.py``).
 
-Two nested relative advantages per step row (ALGOS_SPEC §3):
+Two nested relative advantages per step row (docs/algorithms.md, ``gigpo``):
 
 * episode level (Eq. 3): the trajectory's return against its task group,
   ``A^E = (R(tau) - mean) / F_norm``, singleton keeps the raw score;
@@ -199,7 +199,27 @@ def gigpo_parts(
     eps: float = 1e-6,
     key_fn: Callable[[Any], Hashable] | None = None,
 ) -> GigpoParts:
-    """The per-row pieces of :func:`gigpo_advantage` (same arguments, no response mask)."""
+    """The per-row pieces of :func:`gigpo_advantage`: episode and step advantages, groups.
+
+    Args:
+        step_reward: (B,) immediate env reward of each step row (shaping included).
+        index: (B,) task-group keys (same for the N rollouts of one task).
+        traj_uid: (B,) trajectory keys.
+        step_index: (B,) int step number within the trajectory.
+        anchor_obs: (B,) anchor state of each step.
+        gamma: Discount of the step returns (every upstream GiGPO script uses 0.95).
+        step_advantage_w: Weight w of the step advantage.
+        mode: ``"mean_norm"`` (F_norm = 1) or ``"mean_std_norm"`` (F_norm = std + eps).
+        episode_stats_over_steps: Episode statistics over step rows (True, verl-agent's code) or
+            once per trajectory (False, the paper's Eq. 3).
+        similarity_thresh: None for exact anchor matching, else a difflib ratio in (0, 1).
+        sample_mask: (B,) False for padding rows: excluded from all statistics, given 0.
+        eps: Added to the std in ``mean_std_norm``.
+        key_fn: Maps an anchor to a hashable key (for example a discretiser); exact mode only.
+
+    Returns:
+        :class:`GigpoParts`, every array (B,) with 0 (group -1) on padding rows.
+    """
     if mode not in _MODES:
         raise ValueError(f"mode={mode!r} is not one of {_MODES}")
     n = len(as_key_rows(index, "index", len(index)))
@@ -247,15 +267,7 @@ def gigpo_advantage(
     traj_uid: Any,
     step_index: Any,
     anchor_obs: Any,
-    *,
-    gamma: float = 0.95,
-    step_advantage_w: float = 1.0,
-    mode: GigpoMode = "mean_norm",
-    episode_stats_over_steps: bool = True,
-    similarity_thresh: float | None = None,
-    sample_mask: Any = None,
-    eps: float = 1e-6,
-    key_fn: Callable[[Any], Hashable] | None = None,
+    **options: Any,
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """GiGPO advantages ``A = A^E + w * A^S``, broadcast over each row's response tokens.
 
@@ -267,15 +279,9 @@ def gigpo_advantage(
         step_index: (B,) int step number within the trajectory; rows may come in any order.
         anchor_obs: (B,) anchor state of each step: the observation before the action, without
             history or prompt template.
-        gamma: Discount of the step returns (every upstream GiGPO script uses 0.95).
-        step_advantage_w: Weight w of the step advantage.
-        mode: ``"mean_norm"`` (F_norm = 1) or ``"mean_std_norm"`` (F_norm = std + eps).
-        episode_stats_over_steps: Episode statistics over step rows (True, verl-agent's code) or
-            once per trajectory (False, the paper's Eq. 3).
-        similarity_thresh: None for exact anchor matching, else a difflib ratio in (0, 1).
-        sample_mask: (B,) False for padding rows: excluded from all statistics, given 0.
-        eps: Added to the std in ``mean_std_norm``.
-        key_fn: Maps an anchor to a hashable key (for example a discretiser); exact mode only.
+        **options: The keywords of :func:`gigpo_parts` (``gamma``, ``step_advantage_w``,
+            ``mode``, ``episode_stats_over_steps``, ``similarity_thresh``, ``sample_mask``,
+            ``eps``, ``key_fn``); an unknown keyword is a ``TypeError``.
 
     Returns:
         ``(advantages, returns)``, both (B, L), multiplied by ``response_mask``; equal.
@@ -289,20 +295,6 @@ def gigpo_advantage(
         raise ValueError(
             f"index has {len(index)} rows but response_mask has {mask.shape[0]}; one per step row"
         )
-    parts = gigpo_parts(
-        step_reward,
-        index,
-        traj_uid,
-        step_index,
-        anchor_obs,
-        gamma=gamma,
-        step_advantage_w=step_advantage_w,
-        mode=mode,
-        episode_stats_over_steps=episode_stats_over_steps,
-        similarity_thresh=similarity_thresh,
-        sample_mask=sample_mask,
-        eps=eps,
-        key_fn=key_fn,
-    )
+    parts = gigpo_parts(step_reward, index, traj_uid, step_index, anchor_obs, **options)
     adv = broadcast_rows(parts.advantage, mask)
     return adv, adv.clone()

@@ -5,7 +5,7 @@ map each row's group key to a contiguous integer id (:func:`factorize`), then no
 per-row value by its group's mean and standard deviation (:func:`group_normalize`). Both run in
 O(B) numpy work with no Python loop over groups.
 
-Two departures from the upstream loops (verl, verl-agent) are deliberate (ALGOS_SPEC §1.2-1.4):
+Two departures from the upstream loops (verl, verl-agent) are deliberate (docs/algorithms.md, conventions):
 
 * statistics are float64 and two-pass, and a group whose values are all equal gets a deviation
   of exactly 0. Upstream computes them in float32, where ``std`` of identical non-binary values

@@ -3,7 +3,7 @@
 ``ppo_epochs`` passes over shuffled mini-batches of step rows; each mini-batch is one optimiser
 step, computed in micro-batches whose gradients accumulate. Every loss term is normalised by the
 **mini-batch** totals (tokens, or sequences with tokens) that are passed to ``agg_loss`` for each
-micro-batch, so 1 x 8 and 4 x 2 micro-batching give the same gradients (ALGOS_SPEC §6.1).
+micro-batch, so 1 x 8 and 4 x 2 micro-batching give the same gradients (docs/algorithms.md, ``agg_loss``).
 Padding rows (``sample_mask=False``) have an all-zero mask and never enter a loss or a count.
 A non-finite loss or gradient norm skips the optimiser step and is counted, never applied.
 """
@@ -19,51 +19,9 @@ import torch
 from algos import losses
 from algos.algorithms import Algorithm
 from algos.batch import StepBatch
+from algos.metrics import progress_bar
+from algos.packing import mini_batch_counts, pack, prompt_rows, response_width
 from algos.registry import get_policy_loss
-
-
-def response_width(batch: StepBatch) -> int:
-    """Columns up to the last real response token of any row (at least 1)."""
-    cols = torch.nonzero((batch.response_mask != 0).any(0))
-    return int(cols.max()) + 1 if len(cols) else 1
-
-
-def prompt_rows(batch: StepBatch) -> list[torch.Tensor]:
-    """The B prompts as 1-D id tensors (a padded ``(B, P)`` prompt tensor is unpadded)."""
-    if batch.prompt_ids is None:
-        raise ValueError("the learner needs StepBatch.prompt_ids (the rollout's prompt tokens)")
-    if isinstance(batch.prompt_ids, list):
-        return batch.prompt_ids
-    mask = batch.prompt_mask if batch.prompt_mask is not None else torch.ones_like(batch.prompt_ids)
-    return [ids[m != 0] for ids, m in zip(batch.prompt_ids, mask)]
-
-
-def pack(batch: StepBatch, pad_id: int, device: Any) -> dict[str, Any]:
-    """Model inputs ``[left-padded prompt | right-padded response]`` and their positions.
-
-    Response token j sits at column ``P + j`` and is predicted by column ``P + j - 1``, so the
-    logits of the last ``R + 1`` columns (minus the very last) score the response. ``R`` is
-    :func:`response_width` of the batch: columns past every row's last real token are cut.
-    """
-    prompts = prompt_rows(batch)
-    n = len(batch)
-    width_p = max(len(p) for p in prompts)
-    width_r = response_width(batch)
-    ids = torch.full((n, width_p + width_r), pad_id, dtype=torch.long)
-    attn = torch.zeros((n, width_p + width_r), dtype=torch.long)
-    resp_mask = batch.response_mask[:, :width_r] != 0
-    for i, p in enumerate(prompts):
-        ids[i, width_p - len(p) : width_p] = p
-        attn[i, width_p - len(p) : width_p] = 1
-    ids[:, width_p:] = torch.where(resp_mask, batch.response_ids[:, :width_r], pad_id)
-    attn[:, width_p:] = resp_mask.long()
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    return {
-        "input_ids": ids.to(device),
-        "attention_mask": attn.to(device),
-        "position_ids": pos.to(device),
-        "width_r": width_r,
-    }
 
 
 def response_logits(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
@@ -92,14 +50,6 @@ def response_values(critic: Any, inputs: dict[str, Any]) -> torch.Tensor:
     width_r = inputs["width_r"]
     v = critic(inputs["input_ids"], inputs["attention_mask"], inputs["position_ids"])
     return v[:, -width_r - 1 : -1]
-
-
-def mini_batch_counts(mask: torch.Tensor) -> dict[str, float]:
-    """Normalisers of a mini-batch: real tokens and sequences with at least one token."""
-    return {
-        "batch_num_tokens": float((mask != 0).sum().item()),
-        "global_batch_size": float(((mask != 0).sum(-1) > 0).sum().item()),
-    }
 
 
 class Learner:
@@ -137,7 +87,8 @@ class Learner:
         self.temperature = temperature if temperature > 0 else 1.0
         self.critic, self.ref_model = critic, ref_model
         #: The policy loss, looked up in ``algos.POLICY_LOSSES`` (so registered losses work).
-        self.policy_loss = get_policy_loss(getattr(algo_cfg, "policy_loss", "") or algo.loss)
+        self.policy_loss = get_policy_loss(algo_cfg.policy_loss or algo.loss)
+        self._loss_options = self.policy_loss.config_options(algo_cfg)
         self.device = next(model.parameters()).device
         params = [p for p in model.parameters() if p.requires_grad]
         self.optimizer = torch.optim.AdamW(
@@ -215,7 +166,7 @@ class Learner:
         sums: dict[str, float] = {}
         counts: dict[str, int] = {}
         steps = self.ocfg.ppo_epochs * math.ceil(n / mini)
-        bar = _bar(progress, steps)
+        bar = progress_bar(progress, "update (optimizer steps)", total=steps)
         t0, tokens = time.perf_counter(), 0
         prompts = prompt_rows(batch)
         resp_len = (batch.response_mask != 0).sum(-1).tolist()
@@ -322,16 +273,14 @@ class Learner:
         logp = token_logp(logits, inputs, self.temperature)
         mask = part.response_mask[:, :w].to(self.device)
         old = part.old_log_prob[:, :w].to(self.device)
+        agg = {"agg": a.loss_agg, **norm}
         pg, m = self.policy_loss(
             old,
             logp,
             advantages.to(self.device),
             mask,
-            clip_low=a.clip_low,
-            clip_high=a.clip_high,
-            clip_c=a.clip_c,
-            agg=a.loss_agg,
-            **norm,
+            **self._loss_options,
+            **{k: v for k, v in agg.items() if k in self.policy_loss.agg_keywords},
         )
         total = pg
         out: dict[str, Any] = {"pg_loss": pg.item()}
@@ -388,11 +337,3 @@ _SUMMED = frozenset({"pg_loss", "entropy", "kl", "value_loss"})
 def _accumulate(acc: dict[str, float], metrics: dict[str, float], weight: float) -> None:
     for k, v in metrics.items():
         acc[k] = acc.get(k, 0.0) + (v if k in _SUMMED else v * weight)
-
-
-def _bar(enabled: bool, total: int) -> Any:
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, desc="update (optimizer steps)", leave=False, dynamic_ncols=True)

@@ -3,7 +3,7 @@
 All token matrices are (B, L) and aligned with the response tokens. Masked positions may hold
 garbage (even NaN): they are selected away with ``torch.where`` and never multiplied by 0.
 Metrics are returned as detached 0-d tensors (no host sync inside the loss).
-Formulas and test values: ALGOS_SPEC §5.4 and §6.
+Formulas, upstream sources and test values: docs/algorithms.md.
 """
 
 from __future__ import annotations
@@ -35,6 +35,23 @@ def masked_mean(x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
     m = mask != 0
     total = torch.where(m, x.detach().to(torch.float32), 0.0).sum()
     return total / m.sum().clamp(min=1)
+
+
+def check_token_shapes(response_mask: torch.Tensor, **tensors: torch.Tensor) -> None:
+    """Raise naming the first argument whose shape is not ``response_mask``'s (B, L).
+
+    Broadcasting would hide a mistake: (B,) per-row advantages would spread along the tokens
+    whenever B happens to equal the response length.
+    """
+    shape = tuple(response_mask.shape)
+    if len(shape) != 2:
+        raise ValueError(f"response_mask must have shape (B, L), got {shape}")
+    for name, t in tensors.items():
+        if t is not None and tuple(t.shape) != shape:
+            raise ValueError(
+                f"{name} has shape {tuple(t.shape)}, response_mask {shape}: pass one value per "
+                "response token (broadcast a per-row value with value[:, None] * response_mask)"
+            )
 
 
 def agg_loss(
@@ -112,7 +129,6 @@ def ppo_clip_loss(
     global_batch_size: float | None = None,
     loss_scale_factor: float | None = None,
     dp_size: int = 1,
-    is_weights: torch.Tensor | None = None,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """PPO clipped surrogate with dual clip and clip-higher (verl ``compute_policy_loss_vanilla``).
 
@@ -133,15 +149,15 @@ def ppo_clip_loss(
         global_batch_size: Mini-batch sequence count for ``agg``.
         loss_scale_factor: K for ``seq-mean-token-sum-norm``.
         dp_size: Data-parallel world size.
-        is_weights: (B, L) optional rollout importance weights multiplying the loss.
 
     Returns:
         ``(loss, metrics)`` with metrics ``pg_clipfrac`` (share of tokens where the clip is
         active), ``pg_clipfrac_lower`` (dual clip active), ``ppo_kl`` (mean of old - new logp).
 
     Raises:
-        ValueError: If ``clip_c <= 1``.
+        ValueError: If ``clip_c <= 1``, or a tensor's shape is not ``response_mask``'s.
     """
+    check_token_shapes(response_mask, old_logp=old_logp, logp=logp, advantages=advantages)
     if clip_c <= 1.0:
         raise ValueError(f"clip_c={clip_c} must be greater than 1 (dual-clip lower bound)")
     neg_kl = logp - old_logp
@@ -151,8 +167,6 @@ def ppo_clip_loss(
     clipped = torch.maximum(l1, l2)
     l3 = -advantages * clip_c
     loss_mat = torch.where(advantages < 0, torch.minimum(clipped, l3), clipped)
-    if is_weights is not None:
-        loss_mat = loss_mat * is_weights
     loss = agg_loss(
         loss_mat,
         response_mask,
@@ -180,9 +194,9 @@ def gspo_loss(
     *,
     clip_low: float = 3e-4,
     clip_high: float = 4e-4,
+    agg: str = "seq-mean-token-mean",
     global_batch_size: float | None = None,
     dp_size: int = 1,
-    **_ignored: Any,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """GSPO: one ratio per sequence (geometric mean of token ratios), token-level gradients.
 
@@ -191,8 +205,7 @@ def gspo_loss(
     (``log s_{i,t} = logp_t - sg(logp_t) + sg(log s_i)``, clamped at 10);
     ``l = max(-A*s, -A*clamp(s, 1-clip_low, 1+clip_high))``, no dual clip. Aggregation is always
     ``seq-mean-token-mean`` (arXiv:2507.18071). This is StepPO's ratio: the action is the whole
-    response. Extra keyword arguments (``agg``, ``clip_c``, ``batch_num_tokens``) are accepted
-    for a uniform signature and ignored.
+    response.
 
     Args:
         old_logp: (B, L) behaviour log-probs.
@@ -201,13 +214,20 @@ def gspo_loss(
         response_mask: (B, L) 1 on action tokens.
         clip_low: epsilon below 1 (the paper's 3e-4).
         clip_high: epsilon above 1 (the paper's 4e-4).
+        agg: Must be ``"seq-mean-token-mean"``, the only mode GSPO is defined with.
         global_batch_size: Mini-batch sequence count.
         dp_size: Data-parallel world size.
 
     Returns:
         ``(loss, metrics)`` with ``pg_clipfrac``, ``pg_clipfrac_lower`` (always 0) and
         ``ppo_kl``.
+
+    Raises:
+        ValueError: Another ``agg``, or a tensor's shape is not ``response_mask``'s.
     """
+    if agg != "seq-mean-token-mean":
+        raise ValueError(f"gspo_loss aggregates with 'seq-mean-token-mean' only, got agg={agg!r}")
+    check_token_shapes(response_mask, old_logp=old_logp, logp=logp, advantages=advantages)
     m = response_mask != 0
     neg_kl = torch.where(m, logp - old_logp, torch.zeros_like(logp))
     seq_len = m.sum(-1).clamp(min=1).to(logp.dtype)
@@ -243,16 +263,18 @@ def reinforce_loss(
     global_batch_size: float | None = None,
     loss_scale_factor: float | None = None,
     dp_size: int = 1,
-    **_ignored: Any,
 ) -> tuple[torch.Tensor, dict[str, torch.Tensor]]:
     """REINFORCE (Agent-R1 ``reinforce``): ``l = -A * logp``, no ratio, no clip.
 
-    ``old_logp`` only feeds the ``ppo_kl`` metric; extra keywords (clip settings) are ignored
-    so every registered policy loss takes the same call.
+    ``old_logp`` only feeds the ``ppo_kl`` metric.
 
     Returns:
         ``(loss, metrics)`` with ``ppo_kl``.
+
+    Raises:
+        ValueError: A tensor's shape is not ``response_mask``'s.
     """
+    check_token_shapes(response_mask, old_logp=old_logp, logp=logp, advantages=advantages)
     loss = agg_loss(
         -advantages * logp,
         response_mask,
@@ -364,7 +386,11 @@ def value_loss(
 
     Returns:
         ``(loss, metrics)`` with ``vf_clipfrac`` and ``vpred_mean``.
+
+    Raises:
+        ValueError: A tensor's shape is not ``value_mask``'s.
     """
+    check_token_shapes(value_mask, vpred=vpred, returns=returns, old_values=old_values)
     vclip = old_values + torch.clamp(vpred - old_values, -clip_eps, clip_eps)
     err = (vpred - returns).square()
     err_clip = (vclip - returns).square()

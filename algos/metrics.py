@@ -1,79 +1,75 @@
-"""Run logging: ``metrics.jsonl`` (one line per iteration), TensorBoard events, episodes JSONL."""
+"""Run logging: ``metrics.jsonl`` (one line per iteration), episodes JSONL, and the loggers.
+
+The loggers (TensorBoard, Weights & Biases) are those of :mod:`algos.loggers`.
+"""
 
 from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 
-def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float]:
-    """95% Wilson score interval of a success rate (sound at 0%, 100% and small n).
+def progress_bar(enabled: bool, desc: str, *, total: int | None = None, unit: str = "it") -> Any:
+    """A tqdm bar that leaves no line behind, or None when ``enabled`` is False."""
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
 
-    Example:
-        >>> [round(x, 3) for x in wilson_interval(8, 10)]
-        [0.49, 0.943]
-    """
-    if n == 0:
-        return (0.0, 1.0)
-    p = successes / n
-    denom = 1 + z * z / n
-    centre = (p + z * z / (2 * n)) / denom
-    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denom
-    return (max(0.0, centre - half), min(1.0, centre + half))
-
-
-def mean_interval(values: list[float], z: float = 1.96) -> tuple[float, float, float]:
-    """Mean and normal-approximation 95% interval ``mean +- z * s / sqrt(n)``."""
-    n = len(values)
-    if n == 0:
-        return (0.0, 0.0, 0.0)
-    mean = sum(values) / n
-    if n == 1:
-        return (mean, mean, mean)
-    var = sum((v - mean) ** 2 for v in values) / (n - 1)
-    half = z * math.sqrt(var / n)
-    return (mean, mean - half, mean + half)
+    return tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True)
 
 
 class MetricsLogger:
-    """Append iteration metrics to ``metrics.jsonl`` and, optionally, TensorBoard.
+    """Append iteration metrics to ``metrics.jsonl`` and to the configured loggers.
 
     Args:
         run_dir: The run directory.
-        tensorboard: Also write TensorBoard events under ``run_dir/tb``.
+        loggers: Logger names for :func:`algos.loggers.make_loggers` (``tensorboard``,
+            ``wandb``); ``metrics.jsonl`` is always written.
+        config: The resolved config (W&B records it).
         resume_from: On resume, drop lines of iterations after this one (they belonged to
             an iteration whose checkpoint was never written).
     """
 
     def __init__(
-        self, run_dir: Path, *, tensorboard: bool = True, resume_from: int | None = None
+        self,
+        run_dir: Path,
+        *,
+        loggers: Sequence[str] = ("tensorboard",),
+        config: dict[str, Any] | None = None,
+        resume_from: int | None = None,
     ) -> None:
         self.path = Path(run_dir) / "metrics.jsonl"
         self.episodes_path = Path(run_dir) / "episodes.jsonl"
         if resume_from is not None:
             for path in (self.path, self.episodes_path):
                 _truncate_after(path, resume_from)
-        self._tb = None
-        if tensorboard:
-            try:
-                from torch.utils.tensorboard import SummaryWriter
+        self._loggers: list[Any] = []
+        if loggers:
+            from algos.loggers import make_loggers
 
-                self._tb = SummaryWriter(str(Path(run_dir) / "tb"))
-            except ImportError:  # pragma: no cover - tensorboard is in the train extra
-                self._tb = None
+            self._loggers = make_loggers(
+                list(loggers),
+                Path(run_dir),
+                config=config or {},
+                run_name=Path(run_dir).name,
+                resume=resume_from is not None and resume_from > 0,
+            )
 
     def log(self, iteration: int, metrics: dict[str, Any]) -> None:
-        """Write one iteration's metrics (numbers only go to TensorBoard)."""
+        """Write one iteration's metrics (numbers only go to the loggers)."""
         row = {"iteration": iteration, **metrics}
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
-        if self._tb is not None:
-            for k, v in metrics.items():
-                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v):
-                    self._tb.add_scalar(k, v, iteration)
-            self._tb.flush()
+        scalars = {
+            k: float(v)
+            for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        }
+        for logger in self._loggers:
+            logger.log_scalars(iteration, scalars)
 
     def log_episodes(self, iteration: int, episodes: list[dict[str, Any]]) -> None:
         """Append sampled episodes (one JSON object per line)."""
@@ -81,28 +77,50 @@ class MetricsLogger:
             for ep in episodes:
                 fh.write(json.dumps({"iteration": iteration, **ep}) + "\n")
 
+    def log_eval(self, summary: dict[str, Any]) -> None:
+        """Send the evaluation table (one row per policy) to the loggers."""
+        columns = ["policy", "success", "ci95_low", "ci95_high", "score", "valid", "length", "n"]
+        rows = [
+            [name, s["success_rate"], *s["success_ci95"], s["score_mean"],
+             s["valid_action_ratio"], s["episode_length"], s["episodes"]]
+            for name, s in summary.items()
+            if isinstance(s, dict) and "success_rate" in s
+        ]  # fmt: skip
+        for logger in self._loggers:
+            logger.log_table("eval", columns, rows)
+
     def close(self) -> None:
-        """Flush and close TensorBoard."""
-        if self._tb is not None:
-            self._tb.close()
+        """Flush and close the loggers."""
+        for logger in self._loggers:
+            logger.close()
+
+
+def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
+    """``(line, record)`` of a JSONL file, tolerating a torn last line (a run killed mid-write)."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    out = []
+    for k, line in enumerate(lines):
+        try:
+            out.append((line, json.loads(line)))
+        except ValueError:
+            if k == len(lines) - 1:
+                break  # the write that was interrupted: drop it
+            raise ValueError(f"{path}: line {k + 1} is not valid JSON") from None
+    return out
 
 
 def read_metrics(run_dir: str | Path) -> list[dict[str, Any]]:
-    """All lines of a run's ``metrics.jsonl``."""
+    """All records of a run's ``metrics.jsonl`` (a torn last line is ignored)."""
     path = Path(run_dir) / "metrics.jsonl"
     if not path.is_file():
         raise FileNotFoundError(f"{path} not found: is {run_dir} a run directory?")
-    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    return [rec for _, rec in _records(path)]
 
 
 def _truncate_after(path: Path, iteration: int) -> None:
     if not path.is_file():
         return
-    keep = [
-        line
-        for line in path.read_text().splitlines()
-        if line.strip() and json.loads(line).get("iteration", -1) <= iteration
-    ]
+    keep = [line for line, rec in _records(path) if rec.get("iteration", -1) <= iteration]
     from agent_gym.paths import atomic_write_text
 
     atomic_write_text(path, "".join(line + "\n" for line in keep))

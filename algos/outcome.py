@@ -1,6 +1,6 @@
 """Critic-free outcome estimators: GRPO, Dr.GRPO, RLOO, REINFORCE++ and REINFORCE++-baseline.
 
-Multi-turn layout (ALGOS_SPEC §4): a row is one step; a trajectory's score is the sum of its
+Multi-turn layout (docs/algorithms.md, outcome estimators): a row is one step; a trajectory's score is the sum of its
 step rewards, and every row of the trajectory carries it. Group statistics are taken either over
 step rows (``group_stats_unit="step_row"``, verl-agent's default, so longer trajectories weigh
 more) or over trajectories (``"trajectory"``, Agent-R1 and the textbook definition). The
@@ -25,6 +25,7 @@ from algos.rows import (
     as_key_rows,
     as_mask,
     broadcast_rows,
+    check_finite_tokens,
     out_dtype,
     scatter_rows,
     take,
@@ -345,6 +346,7 @@ def reinforce_pp_token(
         )
     rows = torch.from_numpy(valid_rows(sample_mask, mask.shape[0])).to(mask.device)
     m = (mask != 0) & rows.unsqueeze(1)
+    check_finite_tokens("token_level_rewards", rewards, m)
     r = rewards.to(torch.float64)
     ret = torch.zeros_like(r)
     run = torch.zeros(r.shape[0], dtype=torch.float64, device=r.device)

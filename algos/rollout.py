@@ -14,41 +14,18 @@ Groups: env ``i`` belongs to task group ``groups[i]`` (the row's ``index``) and 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import torch
 
-from algos.backends.base import PolicyBackend, SamplingParams
-from algos.batch import StepBatch
+from agent_gym.episode import Episode, EpisodeStep, summarize
+from algos.backends.base import Generation, PolicyBackend, SamplingParams
+from algos.batch import StepBatch, object_array
 from algos.context import as_messages, fit_prompt
-from algos.env_slots import EnvSlots
-
-#: Why an episode ended: the env said so, the env's step limit, the rollout's own step cap,
-#: or the prompt no longer fitting the context budget even with all history dropped.
-END_REASONS = ("terminated", "truncated", "max_steps", "context_limit")
-
-
-@dataclass
-class Episode:
-    """Summary of one trajectory (also what the sampled-episodes JSONL holds)."""
-
-    traj: int
-    group: int
-    seed: int | None
-    task: str = ""
-    task_id: str = ""
-    task_type: str = ""
-    data_source: str = ""
-    ret: float = 0.0
-    won: bool = False
-    score: float = 0.0
-    length: int = 0
-    valid_actions: int = 0
-    end_reason: str = ""
-    steps: list[dict[str, Any]] = field(default_factory=list)
+from algos.env_slots import EnvSlots, StepResult
+from algos.metrics import progress_bar
 
 
 @dataclass
@@ -57,19 +34,18 @@ class RolloutResult:
 
     Attributes:
         batch: (B rows) every field of the batch contract except the learner's own
-            (``ref_log_prob``, ``values``), the end reason included; ``old_log_prob`` holds the sampled log-probs
-            (``None`` when the backend returns none). ``None`` when no step was taken.
-        actions: (B,) object array of the decoded responses (what each env received).
-        episodes: One :class:`Episode` per env, in env order.
+            (``ref_log_prob``, ``values``), the end reason included; ``old_log_prob`` holds
+            the sampled log-probs (``None`` when the backend returns none). ``None`` when no
+            step was taken.
+        episodes: One :class:`~agent_gym.episode.Episode` per env, in env order.
+        trimmed_prompts: Rows whose prompt lost older history to fit ``max_prompt_tokens``.
     """
 
     batch: StepBatch | None
-    actions: np.ndarray
     episodes: list[Episode]
     prompt_tokens: int = 0
     response_tokens: int = 0
     trimmed_prompts: int = 0
-    """Rows whose prompt lost older history to fit ``max_prompt_tokens``."""
     seconds: float = 0.0
     generate_seconds: float = 0.0
 
@@ -78,77 +54,102 @@ class RolloutResult:
 
     def summary(self) -> dict[str, float]:
         """Episode-level means: success, return, score, length, valid-action ratio."""
-        eps = self.episodes
-        n = max(len(eps), 1)
-        steps = sum(e.length for e in eps)
+        s = summarize(self.episodes)
+        n = max(len(self.episodes), 1)
         return {
-            "success_rate": sum(e.won for e in eps) / n,
-            "return_mean": sum(e.ret for e in eps) / n,
-            "score_mean": sum(e.score for e in eps) / n,
-            "episode_length": steps / n,
-            "valid_action_ratio": sum(e.valid_actions for e in eps) / max(steps, 1),
-            "context_limit_rate": sum(e.end_reason == "context_limit" for e in eps) / n,
+            "success_rate": s["success_rate"],
+            "return_mean": s["return_mean"],
+            "score_mean": s["score_mean"],
+            "episode_length": s["episode_length"],
+            "valid_action_ratio": s["valid_action_ratio"],
+            "context_limit_rate": s["end_reasons"].get("context_limit", 0) / n,
         }
 
 
 class _Rows:
-    """Column lists of the rows being collected (turned into a StepBatch at the end)."""
+    """The rows being collected, column by column, and the episodes they belong to."""
 
-    def __init__(self) -> None:
-        self.prompt: list[list[int]] = []
-        self.response: list[list[int]] = []
-        self.logprobs: list[list[float] | None] = []
-        self.reward: list[float] = []
-        self.group: list[int] = []
-        self.traj: list[int] = []
-        self.step: list[int] = []
-        self.anchor: list[str] = []
-        self.valid: list[bool] = []
-        self.terminated: list[bool] = []
-        self.truncated: list[bool] = []
-        self.end_reason: list[str] = []
-        self.action: list[str] = []
+    def __init__(self, episodes: list[Episode], record_text: bool) -> None:
+        self.episodes = episodes
+        self.record_text = record_text
+        self.cols: dict[str, list[Any]] = {
+            k: []
+            for k in (
+                "prompt", "response", "logprobs", "reward", "group", "traj", "step", "anchor",
+                "valid", "terminated", "truncated", "end_reason",
+            )
+        }  # fmt: skip
+        self.last_row: dict[int, int] = {}
+        self.prompt_tokens = self.response_tokens = 0
+
+    def add(
+        self, i: int, step: int, ids: list[int], gen: Generation, out: StepResult, anchor: str,
+        observation: Any,
+    ) -> None:  # fmt: skip
+        """Append env ``i``'s row for this step and count it in its episode."""
+        _, reward, _, _, info = out
+        valid = bool(info.get("is_action_valid", True))
+        ep = self.episodes[i]
+        self.last_row[i] = len(self.cols["response"])
+        values = (
+            ids, list(gen.token_ids), gen.logprobs, float(reward), ep.group, i, step, anchor,
+            valid, False, False, "",
+        )  # fmt: skip
+        for col, value in zip(self.cols.values(), values):
+            col.append(value)
+        self.prompt_tokens += len(ids)
+        self.response_tokens += len(gen.token_ids)
+        record = None
+        if self.record_text:
+            text = as_messages(observation)[-1]["content"]
+            record = EpisodeStep(
+                text, gen.text, float(reward), valid, finish_reason=gen.finish_reason
+            )
+        ep.record(reward, info, record)
+
+    def end(self, i: int, reason: str, term: bool = False, trunc: bool = False) -> None:
+        """Mark env ``i``'s episode ended; its last row carries the flags and the reason."""
+        self.episodes[i].end_reason = reason
+        j = self.last_row.get(i)
+        if j is not None:
+            self.cols["terminated"][j] = term
+            self.cols["truncated"][j] = trunc
+            self.cols["end_reason"][j] = reason
 
     def to_batch(self, pad_id: int) -> StepBatch | None:
-        n = len(self.response)
+        c = self.cols
+        n = len(c["response"])
         if n == 0:
             return None
-        width = max([len(r) for r in self.response] + [1])
+        width = max([len(r) for r in c["response"]] + [1])
         ids = torch.full((n, width), pad_id, dtype=torch.long)
         mask = torch.zeros((n, width), dtype=torch.float32)
-        has_logp = all(lp is not None for lp in self.logprobs)
+        has_logp = all(lp is not None for lp in c["logprobs"])
         logp = torch.zeros((n, width), dtype=torch.float32) if has_logp else None
-        for i, r in enumerate(self.response):
+        for i, r in enumerate(c["response"]):
             ids[i, : len(r)] = torch.tensor(r, dtype=torch.long)
             mask[i, : len(r)] = 1.0
             if logp is not None:
-                logp[i, : len(r)] = torch.tensor(self.logprobs[i], dtype=torch.float32)
+                logp[i, : len(r)] = torch.tensor(c["logprobs"][i], dtype=torch.float32)
         return StepBatch(
-            prompt_ids=[torch.tensor(p, dtype=torch.long) for p in self.prompt],
+            prompt_ids=[torch.tensor(p, dtype=torch.long) for p in c["prompt"]],
             response_ids=ids,
             response_mask=mask,
             old_log_prob=logp,
-            step_reward=self.reward,
-            index=np.asarray(self.group, dtype=np.int64),
-            traj_uid=np.asarray(self.traj, dtype=np.int64),
-            step_index=self.step,
-            anchor_obs=_objects(self.anchor),
-            is_action_valid=self.valid,
-            terminated=self.terminated,
-            truncated=self.truncated,
-            end_reason=_objects(self.end_reason),
+            step_reward=c["reward"],
+            index=np.asarray(c["group"], dtype=np.int64),
+            traj_uid=np.asarray(c["traj"], dtype=np.int64),
+            step_index=c["step"],
+            anchor_obs=object_array(c["anchor"]),
+            is_action_valid=c["valid"],
+            terminated=c["terminated"],
+            truncated=c["truncated"],
+            end_reason=object_array(c["end_reason"]),
         )
 
 
-def _objects(values: list[Any]) -> np.ndarray:
-    arr = np.full(len(values), None, dtype=object)
-    for i, v in enumerate(values):
-        arr[i] = v
-    return arr
-
-
-def _info_str(info: dict[str, Any], key: str, default: str = "") -> str:
-    value = info.get(key, default)
+def _anchor(info: dict[str, Any]) -> str:
+    value = info.get("anchor_obs", "")
     return value if isinstance(value, str) else str(value)
 
 
@@ -161,16 +162,16 @@ def rollout(
     sampling: SamplingParams,
     max_prompt_tokens: int = 2048,
     max_steps: int | None = None,
-    shorter: Callable[[int, int], Any] | None = None,
+    rerender_history: bool = False,
     record_text: bool = True,
     progress: bool = False,
 ) -> RolloutResult:
     """Run one episode in every env and return its step rows.
 
     Args:
-        envs: A list of envs or a vector env with autoreset disabled (see
-            :class:`~algos.env_slots.EnvSlots`); observations are chat message lists (a
-            ``ChatPrompt`` wrapper) or plain strings (sent as one user message).
+        envs: A vector env from ``agent_gym.make_vec`` (or an
+            :class:`~algos.env_slots.EnvSlots` of one); observations are chat message lists
+            (a ``ChatPrompt`` wrapper) or plain strings (sent as one user message).
         backend: The policy.
         seeds: (num_envs,) reset seed of each env; group members share one.
         groups: (num_envs,) task-group index of each env.
@@ -178,10 +179,10 @@ def rollout(
         max_prompt_tokens: Prompt budget of the context-length rule (:mod:`algos.context`).
         max_steps: Optional cap on steps per episode (reason ``"max_steps"``), besides the
             env's own ``TimeLimit`` (reason ``"truncated"``).
-        shorter: ``shorter(env_index, k)`` -> the current prompt with only ``k`` history
-            entries, for observations that render history inside one message.
+        rerender_history: The sub-envs are wrapped in ``ChatPrompt``, which renders history
+            inside one message: an over-budget prompt is re-rendered with less history.
         record_text: Keep each step's observation and action text in the episodes.
-        progress: Show a progress bar over finished episodes.
+        progress: Show a progress bar of steps taken and episodes done.
 
     Returns:
         A :class:`RolloutResult`; its batch rows are in step order (all envs' step 0, then
@@ -193,49 +194,24 @@ def rollout(
     n = slots.num_envs
     if len(seeds) != n or len(groups) != n:
         raise ValueError(f"seeds ({len(seeds)}) and groups ({len(groups)}) need {n} entries")
-    tok = backend.tokenizer
     t0 = time.perf_counter()
     obs, infos = slots.reset(list(seeds))
     episodes = [
-        Episode(
-            traj=i,
-            group=int(groups[i]),
-            seed=seeds[i],
-            task=_info_str(infos[i], "task"),
-            task_id=_info_str(infos[i], "task_id"),
-            task_type=_info_str(infos[i], "task_type"),
-            data_source=_info_str(infos[i], "data_source"),
-        )
-        for i in range(n)
+        Episode.start(infos[i], seed=seeds[i], traj=i, group=int(groups[i])) for i in range(n)
     ]
-    anchors = [_info_str(info, "anchor_obs") for info in infos]
-    active = list(range(n))
-    cols = _Rows()
-    last_row: dict[int, int] = {}
-    prompt_tokens = response_tokens = trimmed = 0
-    generate_seconds = 0.0
-    bar = _progress_bar(progress, n)
-    step = 0
-
-    def end(i: int, reason: str, term: bool = False, trunc: bool = False) -> None:
-        episodes[i].end_reason = reason
-        if i in last_row:
-            j = last_row[i]
-            cols.terminated[j], cols.truncated[j], cols.end_reason[j] = term, trunc, reason
-        if bar is not None:
-            bar.update(1)
-
+    rows = _Rows(episodes, record_text)
+    anchors = [_anchor(info) for info in infos]
+    active, step, trimmed, gen_seconds = list(range(n)), 0, 0, 0.0
+    bar = progress_bar(progress, "rollout", unit="step")
+    if bar is not None:
+        bar.set_postfix_str(f"episodes done 0/{n}", refresh=False)
     while active:
         prompts, owners = [], []
         for i in active:
-            if tok is None:  # chat-mode backend (an OpenAI endpoint): messages, no ids
-                prompts.append(as_messages(obs[i]))
-                owners.append(i)
-                continue
-            cb = (lambda k, i=i: shorter(i, k)) if shorter is not None else None
-            ids, dropped = fit_prompt(tok, as_messages(obs[i]), max_prompt_tokens, cb)
+            ids, dropped = _prompt(slots, i, obs[i], backend.tokenizer, max_prompt_tokens,
+                                   rerender_history)  # fmt: skip
             if ids is None:
-                end(i, "context_limit", trunc=True)
+                rows.end(i, "context_limit", trunc=True)
                 continue
             trimmed += dropped > 0
             prompts.append(ids)
@@ -244,73 +220,51 @@ def rollout(
             break
         g0 = time.perf_counter()
         gens = backend.generate(prompts, sampling)
-        generate_seconds += time.perf_counter() - g0
+        gen_seconds += time.perf_counter() - g0
         outcomes = slots.step({i: g.text for i, g in zip(owners, gens)})
-        still = []
+        active = []
         for i, ids, gen in zip(owners, prompts, gens):
-            o, r, term, trunc, info = outcomes[i]
-            valid = bool(info.get("is_action_valid", True))
-            ids = ids if tok is not None else []
-            last_row[i] = len(cols.response)
-            cols.prompt.append(ids)
-            cols.response.append(list(gen.token_ids))
-            cols.logprobs.append(gen.logprobs)
-            cols.reward.append(float(r))
-            cols.group.append(int(groups[i]))
-            cols.traj.append(i)
-            cols.step.append(step)
-            cols.anchor.append(anchors[i])
-            cols.valid.append(valid)
-            cols.terminated.append(False)
-            cols.truncated.append(False)
-            cols.end_reason.append("")
-            cols.action.append(gen.text)
-            prompt_tokens += len(ids)
-            response_tokens += len(gen.token_ids)
-            ep = episodes[i]
-            ep.ret += float(r)
-            ep.length += 1
-            ep.valid_actions += valid
-            ep.won = bool(info.get("won", ep.won))
-            ep.score = float(info.get("score", ep.score))
-            if record_text:
-                ep.steps.append(
-                    {
-                        "observation": as_messages(obs[i])[-1]["content"],
-                        "action": gen.text,
-                        "reward": float(r),
-                        "valid": valid,
-                        "finish_reason": gen.finish_reason,
-                    }
-                )
-            obs[i] = o
-            anchors[i] = _info_str(info, "anchor_obs")
+            out = outcomes[i]
+            rows.add(i, step, ids if backend.tokenizer is not None else [], gen, out, anchors[i],
+                     obs[i])  # fmt: skip
+            obs[i], anchors[i] = out[0], _anchor(out[4])
+            term, trunc = out[2], out[3]
             if term or trunc:
-                end(i, "terminated" if term else "truncated", term=bool(term), trunc=bool(trunc))
-            elif max_steps is not None and ep.length >= max_steps:
-                end(i, "max_steps", trunc=True)
+                rows.end(i, "terminated" if term else "truncated", term=term, trunc=trunc)
+            elif max_steps is not None and episodes[i].length >= max_steps:
+                rows.end(i, "max_steps", trunc=True)
             else:
-                still.append(i)
-        active = still
+                active.append(i)
         step += 1
+        if bar is not None:
+            bar.update(len(owners))
+            bar.set_postfix_str(f"episodes done {n - len(active)}/{n}", refresh=False)
     if bar is not None:
         bar.close()
-    pad_id = getattr(tok, "pad_token_id", None) or 0
+    pad_id = getattr(backend.tokenizer, "pad_token_id", None) or 0
     return RolloutResult(
-        batch=cols.to_batch(pad_id),
-        actions=_objects(cols.action),
+        batch=rows.to_batch(pad_id),
         episodes=episodes,
-        prompt_tokens=prompt_tokens,
-        response_tokens=response_tokens,
+        prompt_tokens=rows.prompt_tokens,
+        response_tokens=rows.response_tokens,
         trimmed_prompts=trimmed,
         seconds=time.perf_counter() - t0,
-        generate_seconds=generate_seconds,
+        generate_seconds=gen_seconds,
     )
 
 
-def _progress_bar(enabled: bool, total: int) -> Any:
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
+def _prompt(
+    slots: EnvSlots, i: int, obs: Any, tok: Any, budget: int, rerender: bool
+) -> tuple[Any, int]:
+    """Env ``i``'s prompt under the context-length rule: ``(ids or messages, dropped)``.
 
-    return tqdm(total=total, desc="rollout (episodes done)", leave=False, dynamic_ncols=True)
+    A chat-mode backend (no tokenizer: an OpenAI endpoint) gets the messages themselves.
+    """
+    messages = as_messages(obs)
+    if tok is None:
+        return messages, 0
+    if not rerender:
+        return fit_prompt(tok, messages, budget)
+    return fit_prompt(
+        tok, messages, budget, lambda k: slots.messages(i, k), lambda: slots.history_size(i)
+    )

@@ -2,7 +2,7 @@
 
 Estimators take per-row values (rewards, ids, masks) as numpy arrays, lists or tensors, compute
 in float64 numpy on the rows with ``sample_mask=True``, and return ``(B, L)`` tensors where each
-row's scalar is broadcast over its response tokens (ALGOS_SPEC §1.2, §2). Padding rows get 0.
+row's scalar is broadcast over its response tokens. Padding rows get 0.
 """
 
 from __future__ import annotations
@@ -11,6 +11,8 @@ from typing import Any
 
 import numpy as np
 import torch
+
+from algos.batch import object_array
 
 
 def as_mask(response_mask: Any) -> torch.Tensor:
@@ -53,6 +55,18 @@ def as_key_rows(values: Any, name: str, n: int) -> Any:
     return values
 
 
+def check_finite_tokens(name: str, values: torch.Tensor, mask: torch.Tensor) -> None:
+    """Raise naming ``name`` and the first (row, token) where ``values`` is NaN/inf under ``mask``.
+
+    Positions outside the mask may hold anything (they are selected away), so only masked-in
+    entries are checked: one NaN there would silently turn the whole batch's whitening NaN.
+    """
+    bad = mask & ~torch.isfinite(values)
+    if bad.any():
+        row, col = (int(i) for i in torch.nonzero(bad)[0])
+        raise ValueError(f"{name}[{row}, {col}] = {float(values[row, col])} is not finite")
+
+
 def valid_rows(sample_mask: Any, n: int) -> np.ndarray:
     """Return the (n,) bool array of real rows: ``sample_mask``, or all True when None."""
     if sample_mask is None:
@@ -71,10 +85,7 @@ def take(values: Any, rows: np.ndarray) -> Any:
         return values
     if isinstance(values, np.ndarray):
         return values[rows]
-    picked = np.full(int(rows.sum()), None, dtype=object)  # explicit sentinel (ALGOS_SPEC §1.3)
-    for j, i in enumerate(np.flatnonzero(rows)):
-        picked[j] = values[i]
-    return picked
+    return object_array([values[i] for i in np.flatnonzero(rows)])
 
 
 def scatter_rows(values: np.ndarray, rows: np.ndarray) -> np.ndarray:

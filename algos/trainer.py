@@ -1,14 +1,18 @@
-"""The training loop: rollout -> advantages -> update, with metrics, checkpoints and resume.
+"""The training loop: rollout -> advantages -> update, with evaluation, metrics and checkpoints.
 
 >>> from algos.config import load_config
 >>> from algos.trainer import train
 >>> cfg = load_config("recipes/alfworld/gigpo.toml", ["model=tiny-random", "run.iterations=1"])
 >>> run_dir = train(cfg)  # doctest: +SKIP
+
+Everything that can fail on bad input is checked before the expensive work: the config when
+it loads, then one env of each kind (:func:`algos.envs.check_envs`), then the model; the run
+directory is created only after that. Iterations are numbered 1..N everywhere (console, plots,
+``metrics.jsonl``, ``checkpoints/iter_00000N``); evaluation "before" is iteration 0.
 """
 
 from __future__ import annotations
 
-import functools
 import json
 import random
 import time
@@ -22,171 +26,106 @@ import torch
 from algos.algorithms import advantages, get_algorithm
 from algos.backends.base import SamplingParams
 from algos.batch import StepBatch
-from algos.checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
-from algos.config import Config, config_from_dict, dumps
-from algos.context import chat_prompt_shorter
+from algos.checkpoint import restore_latest, save_checkpoint
+from algos.config import Config, dumps
+from algos.envs import check_envs, iteration_seeds, make_envs
 from algos.learner import Learner
 from algos.metrics import MetricsLogger
 from algos.rollout import RolloutResult, rollout
 
 
 def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch (sampling in ``generate`` uses torch's global RNG)."""
+    """Seed python, numpy and torch's global generators."""
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)
 
 
-def resolve_device(name: str) -> str:
-    """``auto`` -> ``cuda`` when available, else ``cpu``."""
-    if name == "auto":
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    return name
-
-
-def prompt_templates(spec: str) -> Any:
-    """The ``env.prompt`` setting as ``PromptTemplates`` (None = the env's own templates).
-
-    Raises:
-        ValueError: ``spec`` is not ``env``, ``compact`` or an importable ``module:NAME``.
-    """
-    if spec in ("", "env"):
-        return None
-    if spec == "compact":
-        from agent_gym.wrappers.chat_prompt import COMPACT_PROMPTS
-
-        return COMPACT_PROMPTS
-    module, sep, name = spec.partition(":")
-    if not sep:
-        raise ValueError(f"env.prompt={spec!r}: use 'env', 'compact' or 'module:NAME'")
-    import importlib
-
-    return getattr(importlib.import_module(module), name)
-
-
-def make_envs(cfg: Config, num_envs: int, *, evaluation: bool = False) -> Any:
-    """The wrapped vector env: ``ParseAction`` -> ``ShapeReward`` -> ``ChatPrompt``."""
-    import agent_gym  # noqa: F401  (registers the AgentR1/* ids)
-    from agent_gym.vector import make_vec
-    from agent_gym.wrappers import ChatPrompt, ParseAction, ShapeReward
-
-    e = cfg.env
-    wrappers = [
-        functools.partial(ParseAction, format=e.action_format, match=e.action_match),
-        functools.partial(
-            ShapeReward,
-            reward_scale=e.reward_scale,
-            success_bonus=e.success_bonus,
-            invalid_penalty=e.invalid_penalty,
-        ),
-        functools.partial(
-            ChatPrompt,
-            history_length=e.history_length,
-            action_format=e.action_format,
-            templates=prompt_templates(e.prompt),
-        ),
-    ]
-    kwargs = {**e.kwargs, **(e.eval_kwargs if evaluation else {})}
-    return make_vec(e.id, num_envs, mode=e.vector_mode, wrappers=wrappers, **kwargs)
-
-
-def shorter_for(venv: Any) -> Any:
-    """The ChatPrompt history-trimming callback for in-process envs (None for async)."""
-    envs = getattr(venv, "envs", None)
-    if not isinstance(envs, (list, tuple)):
-        return None
-    callbacks = [chat_prompt_shorter(env) for env in envs]
-    return lambda i, k: callbacks[i](k) if callbacks[i] is not None else None
-
-
-def freeze_lower_layers(model: Any, keep: int) -> None:
-    """Freeze everything but the last ``keep`` decoder layers and the final norm (CPU profile).
-
-    The backward pass then stops at the first trainable layer, which is what makes a
-    135M-parameter update affordable on two CPU cores.
-    """
-    from algos.critic import backbone_of
-
-    body = backbone_of(model)
-    layers = getattr(body, "layers", None)
-    if layers is None:
-        raise ValueError(f"model.trainable_layers: {type(body).__name__} has no .layers list")
-    model.requires_grad_(False)
-    for layer in list(layers)[-keep:]:
-        layer.requires_grad_(True)
-    norm = getattr(body, "norm", None)
-    if norm is not None:
-        norm.requires_grad_(True)
-
-
 @dataclass
 class Session:
-    """Everything a run holds: config, model, learner, backend, envs and the run dir."""
+    """Everything a run holds: config, learner, backend, envs and the run dir."""
 
     cfg: Config
     run_dir: Path
     learner: Learner
     backend: Any
     venv: Any
-    start_iteration: int = 0
+    done: int = 0
+    """Iterations completed (the next one is ``done + 1``)."""
+
+    def close(self) -> None:
+        """Close the envs and the backend's engine."""
+        self.venv.close()
+        close = getattr(self.backend, "close", None)  # the vLLM engine holds processes and files
+        if close is not None:
+            close()
 
 
-def build_session(cfg: Config, run_dir: Path, *, resume: bool = False) -> Session:
-    """Load the model(s), the learner and the envs; restore the last checkpoint on resume."""
+def build_session(
+    cfg: Config, run_dir: Path | None, *, resume: bool = False, log: Any = print
+) -> Session:
+    """Check the envs, load the models, build learner, backend and envs, and seed the RNGs.
+
+    ``run_dir=None`` means a new run whose directory is created once everything loaded; with
+    ``resume`` the run in ``run_dir`` continues from its newest loadable checkpoint.
+    ``model.init = "sft"`` starts from ``run_dir/sft`` (see :func:`train`).
+    """
+    import copy
+
     from algos.backends import make_backend
-    from algos.critic import ValueModel
-    from algos.models import load_model
+    from algos.policy import build_models
 
-    seed_everything(cfg.run.seed)
-    algo = get_algorithm(cfg.algo.name)
-    m = cfg.model
-    lora = {"r": m.lora_rank, "lora_alpha": m.lora_alpha, "target_modules": "all-linear"}
-    model, tok = load_model(
-        m.name,
-        dtype=m.dtype,
-        device=resolve_device(m.device),
-        seed=cfg.run.seed,
-        gradient_checkpointing=m.gradient_checkpointing,
-        lora=lora if m.lora_rank else None,
-    )
-    if m.trainable_layers:
-        freeze_lower_layers(model, m.trainable_layers)
-    critic = ValueModel(model) if algo.critic else None
-    ref = None
-    if cfg.algo.kl_coef:
-        import copy
-
-        ref = copy.deepcopy(model).eval().requires_grad_(False)
+    check_envs(cfg)
+    build_cfg = cfg
+    if cfg.model.init == "sft":
+        build_cfg = copy.deepcopy(cfg)
+        build_cfg.model.init = str(Path(run_dir) / "sft")
+    models = build_models(build_cfg)
     learner = Learner(
-        model,
-        tok,
-        algo,
+        models.model,
+        models.tokenizer,
+        get_algorithm(cfg.algo.name),
         cfg.algo,
         cfg.optim,
         temperature=cfg.rollout.temperature,
-        critic=critic,
-        ref_model=ref,
+        critic=models.critic,
+        ref_model=models.ref,
         loss_scale_factor=float(cfg.rollout.max_new_tokens),
     )
     backend = make_backend(
         cfg.rollout.backend,
-        model,
-        tok,
+        models.model,
+        models.tokenizer,
         seed=cfg.run.seed,
         max_model_len=cfg.rollout.max_prompt_tokens + cfg.rollout.max_new_tokens,
         max_batch_size=cfg.rollout.max_batch_size,
     )
     if not backend.returns_logprobs:
         raise ValueError(f"backend {cfg.rollout.backend!r} returns no log-probs; cannot train")
-    start = 0
-    if resume:
-        ckpt = latest_checkpoint(run_dir)
-        if ckpt is None:
-            raise FileNotFoundError(f"{run_dir}: no complete checkpoint to resume from")
-        start = load_checkpoint(ckpt, learner) + 1
+    # Seed only now: loading or converting a model may have drawn from the global RNGs.
+    seed_everything(cfg.run.seed)
+    done = 0
+    if run_dir is None:
+        run_dir = new_run_dir(cfg)
+    if not resume:
+        (run_dir / "config.json").write_text(dumps(cfg))
+    else:
+        done, extra = restore_latest(run_dir, learner, log)
+        if "rollout" in extra and hasattr(backend, "rng_state"):
+            backend.rng_state = extra["rollout"]
         backend.sync_weights(learner.model)
     venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
-    return Session(cfg, run_dir, learner, backend, venv, start)
+    return Session(cfg, run_dir, learner, backend, venv, done)
+
+
+def new_run_dir(cfg: Config) -> Path:
+    """``out_dir/name`` (default ``<env>-<algo>-<YYYYmmdd-HHMMSS>``), created."""
+    name = cfg.run.name or "{}-{}-{}".format(
+        cfg.env.id.split("/")[-1].split(":")[-1], cfg.algo.name, time.strftime("%Y%m%d-%H%M%S")
+    )
+    path = Path(cfg.run.out_dir) / name
+    path.mkdir(parents=True, exist_ok=True)
+    return path
 
 
 def prepare_batch(
@@ -196,8 +135,7 @@ def prepare_batch(
 
     Old log-probs are the rollout's own (or recomputed by the actor with
     ``optim.recompute_old_logp``); reference log-probs and critic values are added when the
-    learner has those models. Advantages come from the algorithm's estimator through
-    ``algos.compute_advantages`` (:func:`algos.algorithms.advantages`).
+    learner has those models.
 
     Returns:
         ``(batch, advantages (B, L), returns (B, L), metrics)``.
@@ -214,7 +152,7 @@ def prepare_batch(
         batch.ref_log_prob = learner.score(batch, "ref")
     if learner.critic is not None:
         batch.values = learner.score(batch, "values")
-    adv, ret = advantages(learner.algo, batch, cfg.algo)
+    adv, ret = advantages(batch, cfg.algo)
     adv, ret = adv.float(), ret.float()
     m = batch.response_mask.bool()
     extra["actor/advantage_mean"] = float(adv[m].mean()) if m.any() else 0.0
@@ -224,20 +162,15 @@ def prepare_batch(
     return batch, adv, ret, extra
 
 
-def iteration_seeds(cfg: Config, iteration: int) -> tuple[list[int], list[int]]:
-    """Reset seeds and group ids of one iteration (``group_size`` members per task)."""
-    from agent_gym.vector import group_seeds
+def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]]:
+    """Iteration ``iteration`` (1-based): one rollout and one update.
 
-    e = cfg.env
-    seeds = group_seeds(e.seed + iteration, e.num_tasks, e.group_size)
-    return seeds, [i // e.group_size for i in range(len(seeds))]
-
-
-def run_iteration(s: Session, iteration: int) -> dict[str, Any]:
-    """One rollout + update; returns the iteration's metrics."""
+    Returns:
+        ``(metrics, episodes)``.
+    """
     cfg, learner = s.cfg, s.learner
     r = cfg.rollout
-    seeds, groups = iteration_seeds(cfg, iteration)
+    seeds, groups = iteration_seeds(cfg, iteration - 1)
     t0 = time.perf_counter()
     ro = rollout(
         s.venv,
@@ -247,18 +180,17 @@ def run_iteration(s: Session, iteration: int) -> dict[str, Any]:
         sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
         max_prompt_tokens=r.max_prompt_tokens,
         max_steps=cfg.env.max_steps or None,
-        shorter=shorter_for(s.venv),
+        rerender_history=True,
         progress=cfg.run.progress,
     )
-    t_roll = time.perf_counter() - t0
     metrics: dict[str, Any] = {f"rollout/{k}": v for k, v in ro.summary().items()}
     metrics["rollout/step_rows"] = len(ro)
     metrics["rollout/trimmed_prompts"] = ro.trimmed_prompts
     metrics["rollout/response_length"] = ro.response_tokens / max(len(ro), 1)
     metrics["perf/rollout_tokens_per_s"] = ro.response_tokens / max(ro.generate_seconds, 1e-9)
-    metrics["time/rollout_s"] = t_roll
+    metrics["time/rollout_s"] = time.perf_counter() - t0
     if ro.batch is None:
-        return metrics
+        return metrics, ro.episodes
     t1 = time.perf_counter()
     batch, adv, ret, extra = prepare_batch(ro, learner, cfg)
     metrics.update(extra)
@@ -268,8 +200,8 @@ def run_iteration(s: Session, iteration: int) -> dict[str, Any]:
         batch,
         adv,
         ret if learner.critic is not None else None,
-        seed=cfg.run.seed * 1_000_003 + iteration,
-        train_actor=iteration >= cfg.optim.critic_warmup,
+        seed=cfg.run.seed * 1_000_003 + iteration - 1,
+        train_actor=iteration > cfg.optim.critic_warmup,
         progress=cfg.run.progress,
     )
     s.backend.sync_weights(learner.model)
@@ -278,114 +210,166 @@ def run_iteration(s: Session, iteration: int) -> dict[str, Any]:
     for k, v in upd.items():
         section = "critic" if k.startswith(("value", "vf_", "vpred", "critic")) else "actor"
         metrics[f"{section}/{k}"] = v
-    metrics["_episodes"] = ro.episodes
-    return metrics
+    return metrics, ro.episodes
 
 
-def _episode_json(ep: Any) -> dict[str, Any]:
-    keys = (
-        "traj",
-        "group",
-        "seed",
-        "task",
-        "task_id",
-        "task_type",
-        "data_source",
-        "ret",
-        "won",
-        "score",
-        "length",
-        "valid_actions",
-        "end_reason",
-        "steps",
-    )
-    return {k: getattr(ep, k) for k in keys}
+def train(cfg: Config, *, log: Any = print) -> Path:
+    """Train a new run per ``cfg``; return its run directory.
 
-
-def new_run_dir(cfg: Config) -> Path:
-    """``out_dir/name`` (default ``<env>-<algo>-<YYYYmmdd-HHMMSS>``), created."""
-    name = cfg.run.name or "{}-{}-{}".format(
-        cfg.env.id.split("/")[-1].split(":")[-1], cfg.algo.name, time.strftime("%Y%m%d-%H%M%S")
-    )
-    path = Path(cfg.run.out_dir) / name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def train(
-    cfg: Config, *, run_dir: Path | None = None, resume: bool = False, log: Any = print
-) -> Path:
-    """Train per ``cfg``; return the run directory.
-
-    With ``resume=True``, ``run_dir`` must hold a run: its resolved config is used and training
-    continues after its last checkpoint.
+    With ``model.init = "sft"`` the run is a pipeline: behaviour cloning on expert
+    demonstrations (``[sft]``, :mod:`algos.sft`) into ``RUN_DIR/sft`` first, then RL from it;
+    the evaluation "before" is then the cloned policy, the one RL starts from.
     """
+    run_dir = None
+    if cfg.model.init == "sft":
+        from algos.demos import check_split
+
+        check_split(cfg)
+        check_envs(cfg)
+        run_dir = new_run_dir(cfg)
+        (run_dir / "config.json").write_text(dumps(cfg))
+    return _run(cfg, run_dir, log, resume=False)
+
+
+def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = print) -> Path:
+    """Continue the run in ``run_dir`` after its newest loadable checkpoint.
+
+    Args:
+        run_dir: A run directory (its ``config.json`` is the config).
+        iterations: Raise the run's total iteration count (None = as configured).
+        log: Where progress lines go.
+
+    Raises:
+        FileNotFoundError: Not a run directory, or no loadable checkpoint in it.
+    """
+    from algos.eval import run_config
+
+    run_dir = Path(run_dir)
+    cfg = run_config(run_dir)
+    if iterations is not None:
+        cfg.run.iterations = iterations
+        (run_dir / "config.json").write_text(dumps(cfg))
+    return _run(cfg, run_dir, log, resume=True)
+
+
+def _sft_stage(cfg: Config, run_dir: Path, log: Any) -> None:
+    """The pipeline's first stage: clone the expert into ``run_dir/sft`` (or finish doing so)."""
+    from algos.sft import finished, resume_sft, sft
+
+    stage = run_dir / "sft"
+    if finished(stage):
+        return
+    log(f"stage 1/2: behaviour cloning on {cfg.sft.demos} expert episodes -> {stage}")
+    if (stage / "config.json").is_file():
+        resume_sft(stage, log=log)
+    else:
+        sft(cfg, run_dir=stage, log=log)
+    log("stage 2/2: RL from the cloned policy")
+
+
+def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
     from algos.eval import evaluate
 
-    if resume:
-        if run_dir is None:
-            raise ValueError("resume needs the run directory")
-        cfg = config_from_dict(json.loads((Path(run_dir) / "config.json").read_text()))
-    run_dir = Path(run_dir) if run_dir is not None else new_run_dir(cfg)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if not resume:
-        (run_dir / "config.json").write_text(dumps(cfg))
-    s = build_session(cfg, run_dir, resume=resume)
+    if cfg.model.init == "sft":
+        _sft_stage(cfg, run_dir, log)
+        resume = bool(list((run_dir / "checkpoints").glob("iter_*")))  # killed before RL: start it
+    s = build_session(cfg, run_dir, resume=resume, log=log)
+    finished = s.done >= cfg.run.iterations
+    if finished and (not cfg.run.eval_episodes or "after" in _read_eval(s.run_dir)):
+        log(f"{s.run_dir}: already finished ({s.done}/{cfg.run.iterations} iterations)")
+        s.close()
+        return s.run_dir
     logger = MetricsLogger(
-        run_dir,
-        tensorboard=cfg.run.tensorboard,
-        resume_from=s.start_iteration - 1 if resume else None,
+        s.run_dir, loggers=cfg.run.loggers, config=cfg.to_dict(), resume_from=s.done
     )
-    summary: dict[str, Any] = {}
+    summary: dict[str, Any] = _read_eval(s.run_dir)
     try:
-        if cfg.run.eval_episodes and not resume:
-            summary["before"] = evaluate(cfg, s.backend, cfg.run.eval_episodes)
-            log(f"eval before training: {_eval_line(summary['before'])}")
-        for it in range(s.start_iteration, cfg.run.iterations):
-            metrics = run_iteration(s, it)
-            episodes = metrics.pop("_episodes", [])
+        if cfg.run.eval_episodes and "before" not in summary:
+            summary.update(_baselines(cfg, log))
+            summary["before"] = evaluate(
+                cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress
+            )
+            log(f"eval before training: {summary['before']['line']}")
+            _write_eval(s.run_dir, summary)
+        for it in range(s.done + 1, cfg.run.iterations + 1):
+            metrics, episodes = run_iteration(s, it)
             logger.log(it, metrics)
             if cfg.run.log_episodes:
-                logger.log_episodes(
-                    it, [_episode_json(e) for e in episodes[: cfg.run.log_episodes]]
-                )
+                logger.log_episodes(it, [e.to_json() for e in episodes[: cfg.run.log_episodes]])
             log(_progress_line(it, cfg.run.iterations, metrics))
-            last = it == cfg.run.iterations - 1
-            if last or (cfg.run.save_every and (it + 1) % cfg.run.save_every == 0):
-                save_checkpoint(run_dir, it, s.learner)
+            if metrics["rollout/step_rows"] == 0 or "time/update_s" not in metrics:
+                log(f"warning: iteration {it} produced no step rows to train on "
+                    f"(every episode ended before its first step: "
+                    f"{_end_reasons(episodes)}); check rollout.max_prompt_tokens")  # fmt: skip
+            last = it == cfg.run.iterations
+            if last or (cfg.run.save_every and it % cfg.run.save_every == 0):
+                save_checkpoint(s.run_dir, it, s.learner, extra_rng=_backend_rng(s.backend))
         if cfg.run.eval_episodes:
-            summary["after"] = evaluate(cfg, s.backend, cfg.run.eval_episodes)
-            log(f"eval after training: {_eval_line(summary['after'])}")
-            if "before" in summary:
-                log(_before_after(summary["before"], summary["after"]))
-            (run_dir / "eval.json").write_text(json.dumps(summary, indent=2))
+            summary["after"] = evaluate(
+                cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress
+            )
+            log(f"eval after training: {summary['after']['line']}")
+            _write_eval(s.run_dir, summary)
+            logger.log_eval(summary)
+            log(_eval_table(summary))
     finally:
         logger.close()
-        s.venv.close()
-        close = getattr(s.backend, "close", None)  # the vLLM engine holds processes and files
-        if close is not None:
-            close()
+        s.close()
     try:
         from algos.plot import plot_run
 
-        plot_run(run_dir)
+        plot_run(s.run_dir)
     except ImportError:  # pragma: no cover - matplotlib is in the train extra
         pass
-    return run_dir
+    return s.run_dir
 
 
-def _eval_line(result: dict[str, Any]) -> str:
-    valid = result.get("valid_action_ratio")
-    return result["line"] + (f", valid actions {valid:.1%}" if valid is not None else "")
+def _baselines(cfg: Config, log: Any) -> dict[str, Any]:
+    """The reference agents of ``run.eval_baselines`` on the held-out tasks."""
+    from algos.eval import evaluate_agent
+
+    out = {}
+    for agent in cfg.run.eval_baselines:
+        out[agent] = evaluate_agent(cfg, agent, cfg.run.eval_episodes)
+        log(f"eval {agent} agent: {out[agent]['line']}")
+    return out
 
 
-def _before_after(before: dict[str, Any], after: dict[str, Any]) -> str:
-    parts = [f"success {before['success_rate']:.1%} -> {after['success_rate']:.1%}"]
-    if "valid_action_ratio" in before and "valid_action_ratio" in after:
-        parts.append(
-            f"valid actions {before['valid_action_ratio']:.1%} -> {after['valid_action_ratio']:.1%}"
-        )
-    return f"before -> after training ({after['episodes']} eval episodes): " + ", ".join(parts)
+def _eval_table(summary: dict[str, Any]) -> str:
+    from algos.eval import table
+
+    names = {"random": "random agent", "expert": "scripted expert", "before": "policy before",
+             "after": "policy after"}  # fmt: skip
+    rows = [(names[k], summary[k]) for k in names if k in summary]
+    n = summary["after"]["episodes"]
+    return f"held-out evaluation ({n} episodes, the same tasks for every row):\n" + table(rows)
+
+
+def _read_eval(run_dir: Path) -> dict[str, Any]:
+    path = run_dir / "eval.json"
+    try:
+        return json.loads(path.read_text()) if path.is_file() else {}
+    except ValueError:
+        return {}
+
+
+def _write_eval(run_dir: Path, summary: dict[str, Any]) -> None:
+    from agent_gym.paths import atomic_write_text
+
+    atomic_write_text(run_dir / "eval.json", json.dumps(summary, indent=2))
+
+
+def _backend_rng(backend: Any) -> dict[str, torch.Tensor]:
+    state = getattr(backend, "rng_state", None)
+    return {"rollout": state} if state is not None else {}
+
+
+def _end_reasons(episodes: list[Any]) -> str:
+    from collections import Counter
+
+    return ", ".join(
+        f"{k or 'running'} {v}" for k, v in Counter(e.end_reason for e in episodes).items()
+    )
 
 
 def _progress_line(it: int, total: int, m: dict[str, Any]) -> str:
@@ -393,7 +377,7 @@ def _progress_line(it: int, total: int, m: dict[str, Any]) -> str:
         return format(m[k], fmt) if k in m else "-"
 
     return (
-        f"iter {it + 1}/{total}  success {g('rollout/success_rate')}  "
+        f"iter {it}/{total}  success {g('rollout/success_rate')}  "
         f"return {g('rollout/return_mean')}  len {g('rollout/episode_length', '.1f')}  "
         f"valid {g('rollout/valid_action_ratio')}  pg {g('actor/pg_loss', '.3f')}  "
         f"rollout {g('time/rollout_s', '.1f')}s  update {g('time/update_s', '.1f')}s"

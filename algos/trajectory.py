@@ -3,7 +3,7 @@
 Step rows arrive in any order (upstream's batch balancing reorders them), so every estimator that
 needs "the next step of this trajectory" goes through :func:`trajectory_order`, which sorts by
 ``(traj_uid, step_index)`` instead of trusting row order as verl-agent's
-``compute_step_discounted_returns`` does (ALGOS_SPEC §3.3). Backward recursions
+``compute_step_discounted_returns`` does (docs/algorithms.md, ``gigpo``). Backward recursions
 (``y_t = x_t + c * y_{t+1}``) then run level by level from each trajectory's last step: a Python
 loop over step depth (at most the longest trajectory), each iteration a vector operation over all
 trajectories, never a loop over trajectories.

@@ -25,7 +25,8 @@ from typing import Any
 import gymnasium as gym
 
 import agent_gym
-from agent_gym.agents import EpisodeResult, run_episode
+from agent_gym.agents import run_episode
+from agent_gym.episode import Episode
 from agent_gym.wrappers import ChatPrompt, ParseAction
 
 
@@ -131,7 +132,7 @@ def make_env(env_id: str, action_format: str = "tag", history_length: int = 2) -
     return ChatPrompt(env, history_length=history_length)
 
 
-def main(argv: list[str] | None = None) -> list[EpisodeResult]:
+def main(argv: list[str] | None = None) -> list[Episode]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--env", default="AgentR1/ALFWorld-v0", help="env id")
     parser.add_argument("--base-url", default="http://localhost:8000/v1")

@@ -42,7 +42,9 @@ def test_play_quit_and_eof(env_id: str) -> None:
 def test_play_accepts_short_names_and_rejects_unknown() -> None:
     assert _cli("play", "webshop", stdin="quit\n").returncode == 0
     bad = _cli("play", "nosuchenv")
-    assert bad.returncode != 0 and "choose one of" in bad.stderr
+    assert bad.returncode != 0 and "unknown environment 'nosuchenv'" in bad.stderr
+    assert "AgentR1/WebShop-v0" in bad.stderr and "Traceback" not in bad.stderr
+    assert len(bad.stderr.strip().splitlines()) == 1
 
 
 # ALFWorld's full default set is 3,827 games (minutes to write); a small build is enough here.

@@ -8,7 +8,8 @@ import gymnasium as gym
 import pytest
 from testing_env import GenericTextEnv, counting_spec
 
-from agent_gym.agents import EpisodeResult, TextAgent, run_episode
+from agent_gym.agents import RandomAgent, TextAgent, run_episode
+from agent_gym.episode import Episode
 from agent_gym.wrappers import ChatPrompt, ParseAction
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "examples" / "openai_agent.py"
@@ -32,7 +33,7 @@ def test_scripted_agent_episode_by_hand() -> None:
     agent = Counter()
     assert isinstance(agent, TextAgent)
     result = run_episode(gym.make(counting_spec()), agent, options={"task_id": "count-to-2"})
-    assert isinstance(result, EpisodeResult)
+    assert isinstance(result, Episode)
     assert (result.return_, result.length, result.success) == (1.0, 3, True)
     assert (result.terminated, result.truncated) == (True, False)
     assert (result.task_id, result.score, result.seed) == ("count-to-2", 1.0, None)
@@ -186,3 +187,22 @@ def test_openai_example_reports_an_unreachable_server(example, server) -> None:
     dead = example.OpenAIChatAgent("m", "http://127.0.0.1:9/v1", timeout=10)
     with pytest.raises(RuntimeError, match="is the server running"):
         dead.act("obs", {"task": "t"})
+
+
+def test_random_agent_picks_admissible_commands_and_fills_templates() -> None:
+    agent = RandomAgent(seed=0)
+    agent.reset({"task": "Which country is larger, Nauru or Niger?"})
+    info = {"admissible_actions": ["look", "go to desk 1", "examine desk 1", "open drawer 2"]}
+    picks = {agent.act("obs", info) for _ in range(50)}
+    assert picks == {"go to desk 1", "open drawer 2"}  # look-only commands are left out
+    assert agent.act("obs", {"admissible_actions": ["look"]}) == "look"  # unless nothing else
+    query = agent.act("obs", {"admissible_actions": ["search[<query>]"]})
+    words = query.removeprefix("search[").removesuffix("]").split()
+    assert query.startswith("search[") and 1 <= len(words) <= 4
+    assert set(words) <= {"Which", "country", "larger", "Nauru", "Niger"}
+    answer = agent.act("Nauru has 12,000 people.", {"admissible_actions": ["answer[<answer>]"]})
+    assert answer[len("answer[") : -1] in {"Nauru", "has", "000", "people", "yes", "no"}
+    assert agent.act("obs", {}) == "help"
+    # Reproducible: the same seed plays the same actions.
+    a, b = RandomAgent(seed=3), RandomAgent(seed=3)
+    assert [a.act("o", info) for _ in range(10)] == [b.act("o", info) for _ in range(10)]

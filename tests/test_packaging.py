@@ -1,4 +1,4 @@
-"""Packaging promises of DESIGN.md section 1."""
+"""Packaging promises (docs/env_contract.md, packaging)."""
 
 import subprocess
 import sys

@@ -25,7 +25,7 @@ def make_backend(
             engine on a copy of the weights, synced after each update).
         model: The learner's model.
         tokenizer: Its tokenizer.
-        seed: Sampling seed of the vLLM engine (the hf backend uses torch's global RNG).
+        seed: Sampling seed (the hf backend's own random state, the vLLM engine's seed).
         max_model_len: Prompt + response budget of the vLLM engine (default: the model's).
         **kwargs: Backend options (hf: ``max_batch_size``).
 
@@ -36,7 +36,7 @@ def make_backend(
     if name == "hf":
         from algos.backends.hf import HFBackend
 
-        return HFBackend(model, tokenizer, **kwargs)
+        return HFBackend(model, tokenizer, seed=seed or 0, **kwargs)
     if name == "vllm":
         from algos.backends.vllm import VLLMBackend
 

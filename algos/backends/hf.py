@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from algos.backends.base import Generation, SamplingParams
+from algos.packing import left_pad
 
 
 def eos_ids(model: Any, tokenizer: Any) -> set[int]:
@@ -28,19 +29,50 @@ class HFBackend:
     taken from the raw logits as ``log_softmax(logits / temperature)``: the same quantity the
     learner recomputes, so the first PPO ratio is 1 up to float noise.
 
+    Sampling draws from the backend's own random state (seeded by ``seed``), not torch's global
+    one, so what a run samples does not depend on anything else that used the global RNG
+    (a first-time model conversion, a data build); :attr:`rng_state` is saved with checkpoints.
+
     Args:
         model: A causal LM (``PreTrainedModel`` or a peft wrapper of one).
         tokenizer: Its tokenizer (its pad token pads the prompts).
         max_batch_size: Most prompts per ``generate`` call (bounds memory on long prompts).
+        seed: Seed of the sampling state.
     """
 
     returns_logprobs = True
 
-    def __init__(self, model: Any, tokenizer: Any, *, max_batch_size: int = 64) -> None:
+    def __init__(
+        self, model: Any, tokenizer: Any, *, max_batch_size: int = 64, seed: int = 0
+    ) -> None:
+        import torch
+
         self.model = model
         self.tokenizer = tokenizer
         self.max_batch_size = max_batch_size
         self._eos = eos_ids(model, tokenizer)
+        with torch.random.fork_rng(devices=self._devices()):
+            torch.manual_seed(seed)
+            self.rng_state = self._get_state()
+
+    def _devices(self) -> list[int]:
+        device = next(self.model.parameters()).device
+        return [device.index or 0] if device.type == "cuda" else []
+
+    def _get_state(self) -> dict[str, Any]:
+        import torch
+
+        state = {"cpu": torch.get_rng_state()}
+        if self._devices():
+            state["cuda"] = torch.cuda.get_rng_state(self._devices()[0])
+        return state
+
+    def _set_state(self, state: dict[str, Any]) -> None:
+        import torch
+
+        torch.set_rng_state(state["cpu"])
+        if self._devices() and "cuda" in state:
+            torch.cuda.set_rng_state(state["cuda"], self._devices()[0])
 
     def sync_weights(self, model: Any) -> None:
         """Point at ``model`` (the learner's module is used directly, so nothing is copied)."""
@@ -57,12 +89,14 @@ class HFBackend:
         was_training = self.model.training
         self.model.eval()
         try:
-            with torch.no_grad():
+            with torch.no_grad(), torch.random.fork_rng(devices=self._devices()):
+                self._set_state(self.rng_state)
                 for start in range(0, len(order), self.max_batch_size):
                     chunk = order[start : start + self.max_batch_size]
                     gens = self._generate_batch([prompts[i] for i in chunk], params)
                     for i, g in zip(chunk, gens):
                         out[i] = g
+                self.rng_state = self._get_state()
         finally:
             self.model.train(was_training)
         return out  # type: ignore[return-value]
@@ -72,12 +106,8 @@ class HFBackend:
 
         device = next(self.model.parameters()).device
         pad = self.tokenizer.pad_token_id
-        width = max(len(p) for p in prompts)
-        ids = torch.full((len(prompts), width), pad, dtype=torch.long)
-        attn = torch.zeros((len(prompts), width), dtype=torch.long)
-        for row, p in enumerate(prompts):
-            ids[row, width - len(p) :] = torch.tensor(p, dtype=torch.long)
-            attn[row, width - len(p) :] = 1
+        ids, attn = left_pad(prompts, pad)
+        width = ids.shape[1]
         greedy = params.temperature <= 0
         kwargs: dict[str, Any] = {"do_sample": not greedy}
         if not greedy:

@@ -1,6 +1,6 @@
 """Straightforward per-group Python-loop versions of every estimator, for equivalence tests.
 
-These follow the formulas of ALGOS_SPEC.md the way upstream writes them (a dict of lists per
+These follow the formulas of docs/algorithms.md the way upstream writes them (a dict of lists per
 group, a loop per group), in float64 and with the spec's constant-group rule, so the vectorised
 ``algos`` functions must agree with them to round-off. ``benchmarks/bench_advantages.py`` times
 them against the vectorised versions. Inputs are plain per-row sequences; rows with

@@ -1,4 +1,4 @@
-"""GAE: token level (ALGOS_SPEC §5.1, §5.3) and StepPO's step level (§5.2)."""
+"""GAE: token level (verl's recursion) and StepPO's step level (Agent-R1's)."""
 
 import numpy as np
 import pytest
@@ -109,3 +109,37 @@ def test_step_gae_matches_loop(seed):
     torch.testing.assert_close(
         ret, torch.from_numpy(exp_ret).float()[:, None] * m, atol=1e-5, rtol=1e-5
     )
+
+
+def test_token_estimators_name_a_non_finite_input():
+    """A NaN reward or value under the mask would turn the whole batch's whitening NaN."""
+    from algos.outcome import reinforce_pp_token
+
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 1.0, 1.0]])
+    rewards = torch.zeros(2, 3)
+    values = torch.zeros(2, 3)
+    values[0, 2] = float("nan")  # off the mask: ignored, as before
+    gae(rewards, values, mask)
+    values[1, 1] = float("inf")
+    with pytest.raises(ValueError, match=r"values\[1, 1\] = inf is not finite"):
+        gae(rewards, values, mask)
+    rewards[0, 1] = float("nan")
+    with pytest.raises(ValueError, match=r"token_level_rewards\[0, 1\] = nan is not finite"):
+        gae(rewards, torch.zeros(2, 3), mask)
+    with pytest.raises(ValueError, match=r"token_level_rewards\[0, 1\] = nan is not finite"):
+        reinforce_pp_token(rewards, mask)
+
+
+def test_step_gae_links_across_a_missing_step_index():
+    """Steps 0 and 2 with no row for step 1: step 0's successor is step 2 (documented).
+
+    Agent-R1 places rows by step index in a dense timeline, so a gap is a zero step there
+    (r = 0, V = 0); here the rows are linked in step order, as if the gap were not there.
+    """
+    mask = torch.ones(2, 1)
+    reward, value = [0.0, 1.0], [0.5, 0.25]
+    gap = step_gae(reward, value, mask, ["t", "t"], [0, 2], gamma=0.9, lam=1.0, whiten=False)
+    dense = step_gae(reward, value, mask, ["t", "t"], [0, 1], gamma=0.9, lam=1.0, whiten=False)
+    torch.testing.assert_close(gap[0], dense[0])
+    # By hand: A_1 = 1 - 0.25 = 0.75; A_0 = 0 + 0.9 * 0.25 - 0.5 + 0.9 * 0.75 = 0.4.
+    torch.testing.assert_close(gap[0][:, 0], torch.tensor([0.4, 0.75]))

@@ -1,4 +1,4 @@
-"""GiGPO: ALGOS_SPEC §3 test vectors, a hand-computed multi-group case, edge cases, loops."""
+"""GiGPO: test vectors checked against verl-agent, a hand-computed multi-group case, edge cases, loops."""
 
 import math
 
@@ -9,7 +9,7 @@ import torch
 
 from algos.gigpo import build_step_groups, gigpo_advantage, gigpo_parts, step_discounted_returns
 
-# T1 (ALGOS_SPEC §3.8): one task group, trajectories A (reward on its last step) and B.
+# T1 (verl-agent's core_gigpo on the same rows): one task group, trajectories A (reward on its last step) and B.
 T1 = {
     "step_reward": [0, 0, 1, 0, 0, 0],
     "index": ["g"] * 6,

@@ -1,4 +1,4 @@
-"""Grouping primitives: factorize, group statistics, whitening (ALGOS_SPEC §1.2-1.4)."""
+"""Grouping primitives: factorize, group statistics, whitening (docs/algorithms.md, conventions)."""
 
 import numpy as np
 import pytest
@@ -77,7 +77,7 @@ def test_singleton_rules():
 
 
 def test_constant_group_is_exactly_zero_where_float32_is_not():
-    # ALGOS_SPEC §1.4: six identical step returns 10 * 0.95**2 (ALFWorld's x10 scale).
+    # The float32 constant-group hazard (docs/algorithms.md): six identical step returns 10 * 0.95**2 (ALFWorld's x10 scale).
     value = 10 * 0.95**2
     t = torch.full((6,), value, dtype=torch.float32)
     upstream = (t - t.mean()) / (t.std() + 1e-6)  # float32, as the upstream loops compute it

@@ -1,4 +1,4 @@
-"""Losses: ALGOS_SPEC §5.4 and §6 test values, gradient checks, registries."""
+"""Losses: hand-computed test values (docs/algorithms.md, losses), gradient checks, registries."""
 
 import math
 
@@ -188,13 +188,33 @@ def test_value_mask_position_zero_only_for_real_rows():
 
 
 def test_policy_loss_registry():
-    assert algos.POLICY_LOSSES["vanilla"] is algos.POLICY_LOSSES["ppo_clip"] is ppo_clip_loss
-    assert {"ppo_clip", "vanilla", "gspo", "reinforce"} <= set(algos.POLICY_LOSSES)
+    assert algos.POLICY_LOSSES["ppo_clip"].fn is ppo_clip_loss
+    assert {"ppo_clip", "gspo", "reinforce"} == set(algos.POLICY_LOSSES)
     with pytest.raises(ValueError, match=r"unknown policy loss 'sapo'.*gspo"):
         algos.get_policy_loss("sapo")
     old, logp, adv, mask = _ppo_inputs()
-    for name in ("ppo_clip", "gspo", "reinforce"):  # one call shape for all
-        loss, metrics = algos.POLICY_LOSSES[name](
-            old, logp, adv, mask, clip_low=0.2, clip_high=0.2, agg="token-mean"
-        )
+    for name in ("ppo_clip", "gspo", "reinforce"):
+        entry = algos.POLICY_LOSSES[name]
+        options = {k: 0.2 for k in entry.options if k != "clip_c"}
+        agg = "seq-mean-token-mean" if entry.agg_modes else "token-mean"
+        loss, metrics = entry(old, logp, adv, mask, agg=agg, **options)
         assert loss.isfinite() and "ppo_kl" in metrics
+
+
+def test_losses_reject_unknown_keywords_and_bad_shapes():
+    """A misspelled option is an error, never silently ignored; shapes are named."""
+    old, logp, adv, mask = _ppo_inputs()
+    with pytest.raises(TypeError, match="clip_hi"):
+        gspo_loss(old, logp, adv, mask, clip_hi=10.0)
+    with pytest.raises(TypeError, match="clip_c"):
+        algos.losses.reinforce_loss(old, logp, adv, mask, clip_c=3.0)
+    with pytest.raises(ValueError, match="gspo_loss aggregates with 'seq-mean-token-mean'"):
+        gspo_loss(old, logp, adv, mask, agg="token-mean")
+    # (B,) per-row advantages would broadcast along tokens when B equals L: refused.
+    square = torch.ones(3, 3)
+    with pytest.raises(ValueError, match=r"advantages has shape \(3,\), response_mask \(3, 3\)"):
+        ppo_clip_loss(square, square, torch.ones(3), square)
+    with pytest.raises(ValueError, match=r"logp has shape \(3, 2\)"):
+        ppo_clip_loss(square, torch.ones(3, 2), square, square)
+    with pytest.raises(ValueError, match="returns has shape"):
+        algos.losses.value_loss(square, torch.ones(3), square, square)

@@ -1,4 +1,4 @@
-"""Outcome estimators: ALGOS_SPEC §4 test vectors, multi-turn units, padding, loops."""
+"""Outcome estimators: hand-computed test vectors, multi-turn units, padding, loops."""
 
 import numpy as np
 import pytest

@@ -34,7 +34,7 @@ KEYPAD = [
     "algo.clip_low=0.2",
     "algo.clip_high=0.28",
     "run.progress=false",
-    "run.tensorboard=false",
+    "run.loggers=[]",
     "run.log_episodes=2",
 ]
 

@@ -35,8 +35,15 @@ def test_unknown_key_lists_the_valid_ones():
 
 
 def test_every_recipe_loads():
-    for recipe in sorted((ROOT / "recipes").rglob("*.toml")):
-        load_config(recipe)
+    """Every recipe and every shared file it extends loads; a recipe names its algorithm."""
+    files = sorted((ROOT / "recipes").rglob("*.toml"))
+    recipes = [f for f in files if not f.name.startswith("_") and f.parent.name != "recipes"]
+    assert len(recipes) == 4 * 7 + 1  # 4 envs x 7 algorithms, and the test recipe
+    for path in files:
+        cfg = load_config(path)
+        if path in recipes and path.parent.name != "test":
+            assert cfg.algo.name == path.stem, path
+            assert cfg.profile == "cpu" and cfg.model.name == "smollm2-135m", path
 
 
 def test_train_plot_and_list(tmp_path):

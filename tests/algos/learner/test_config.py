@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -65,5 +66,65 @@ def test_env_prompt_and_matching_reach_the_wrappers():
         assert venv.envs[0].get_wrapper_attr("match") == "admissible"
     finally:
         venv.close()
-    with pytest.raises(ValueError, match="env.prompt='short'"):
-        make_envs(load_config(None, [*KEYPAD, "env.prompt=short"]), 1)
+    with pytest.raises(ValueError, match="env.prompt = 'short': use 'env', 'compact'"):
+        load_config(None, [*KEYPAD, "env.prompt=short"])
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        (
+            "algo.gigpo_mode=mean",
+            "algo.gigpo_mode = 'mean' is not one of 'mean_norm', 'mean_std_norm'",
+        ),
+        ("algo.loss_agg=sum", "algo.loss_agg = 'sum' is not one of 'token-mean'"),
+        ("algo.kl_type=full", "algo.kl_type = 'full' is not one of"),
+        ("env.vector_mode=threads", "env.vector_mode = 'threads' is not one of 'sync'"),
+        ("rollout.backend=sglang", "rollout.backend = 'sglang' is not one of 'hf', 'vllm'"),
+        ("env.action_format=json", "env.action_format = 'json' is not one of"),
+        ("env.action_match=fuzzy", "env.action_match = 'fuzzy' is not one of"),
+        ("algo=ppo2", "algo.name = 'ppo2': unknown algorithm; valid: steppo, ppo"),
+        ("algo.estimator=remax", "algo.estimator = 'remax': unknown advantage estimator"),
+        ("algo.policy_loss=sapo", "algo.policy_loss = 'sapo': unknown policy loss"),
+        ("optim.mini_batch_size=-1", "optim.mini_batch_size = -1 must be >= 0"),
+        ("rollout.temperature=-1", "rollout.temperature = -1.0 must be > 0"),
+        ("run.iterations=-3", "run.iterations = -3 must be >= 0"),
+        ("algo.clip_c=1", "algo.clip_c = 1.0 must be > 1"),
+        ("model.device=gpu0", "model.device = 'gpu0': use auto, cpu, cuda, cuda:N or mps"),
+        ("run.loggers=['mlflow']", "unknown logger 'mlflow'; valid: tensorboard, wandb"),
+        ("algo.loss_agg='token-mean' algo=gspo", None),
+    ],
+)
+def test_bad_values_are_refused_when_the_config_loads(override, message):
+    if message is None:  # GSPO is defined with seq-mean-token-mean only
+        with pytest.raises(ValueError, match="the 'gspo' policy loss aggregates with seq-mean"):
+            load_config(RECIPE, ["algo=gspo", "algo.loss_agg=token-mean"])
+        return
+    with pytest.raises(ValueError, match=re.escape(message)):
+        load_config(RECIPE, [override])
+
+
+def test_algorithm_defaults_apply_unless_overridden():
+    """--set algo=gspo trains with GSPO's clip range, not the recipe's PPO 0.2."""
+    cfg = load_config(RECIPE, ["algo=gspo"])
+    assert (cfg.algo.clip_low, cfg.algo.clip_high) == (3e-4, 4e-4)
+    assert cfg.algo.loss_agg == "seq-mean-token-mean"
+    cfg = load_config(RECIPE, ["algo=gspo", "algo.clip_high=1e-3"])  # a later --set still wins
+    assert (cfg.algo.clip_low, cfg.algo.clip_high) == (3e-4, 1e-3)
+    cfg = load_config(RECIPE, ["algo.clip_high=1e-3", "algo=gspo"])  # an earlier one does not
+    assert cfg.algo.clip_high == 4e-4
+    assert load_config(RECIPE, ["algo=grpo"]).algo.clip_low == 0.2  # the recipe's own value
+
+
+def test_recipes_extend_shared_files(tmp_path):
+    (tmp_path / "shared.toml").write_text("[optim]\nlr = 0.5\n[profiles.cpu.run]\niterations = 3\n")
+    (tmp_path / "r.toml").write_text('extends = "shared.toml"\n[optim]\nmicro_batch_size = 2\n')
+    cfg = load_config(tmp_path / "r.toml", ["profile=cpu"])
+    assert (cfg.optim.lr, cfg.optim.micro_batch_size, cfg.run.iterations) == (0.5, 2, 3)
+    (tmp_path / "a.toml").write_text('extends = "b.toml"\n')
+    (tmp_path / "b.toml").write_text('extends = "a.toml"\n')
+    with pytest.raises(ValueError, match="'extends' loops"):
+        load_config(tmp_path / "a.toml")
+    (tmp_path / "bad.toml").write_text("[optim\n")
+    with pytest.raises(ValueError, match=r"bad.toml: not valid TOML"):
+        load_config(tmp_path / "bad.toml")

@@ -1,20 +1,27 @@
-"""Checkpoints: resume reproduces an uninterrupted run; a half-written checkpoint is ignored."""
+"""Checkpoints: resume reproduces an uninterrupted run, recovers from damage, runs no code."""
 
 from __future__ import annotations
 
-import json
+import os
+import pickle
+import subprocess
+import sys
+import textwrap
 
+import pytest
 import torch
+from conftest import HERE
+from safetensors.torch import load_file
 
-from algos.checkpoint import latest_checkpoint
+from algos.checkpoint import complete_checkpoints, latest_checkpoint
 from algos.config import load_config
 from algos.metrics import read_metrics
-from algos.trainer import train
+from algos.trainer import resume, train
 
 QUIET = {"log": lambda *_: None}
 
 
-def _cfg(overrides, name, iterations):
+def _cfg(overrides, name, iterations, *extra):
     return load_config(
         None,
         [
@@ -24,31 +31,117 @@ def _cfg(overrides, name, iterations):
             "env.group_size=4",
             f"run.iterations={iterations}",
             f"run.name='{name}'",
+            *extra,
         ],
     )
+
+
+def _weights(run):
+    return load_file(str(latest_checkpoint(run) / "model.safetensors"))
 
 
 def test_resume_matches_uninterrupted_run(keypad_overrides):
     full = train(_cfg(keypad_overrides, "full", 3), **QUIET)
     part = train(_cfg(keypad_overrides, "part", 2), **QUIET)
-    # Pretend the run was meant to go on: raise its iteration count, then resume.
-    cfg = json.loads((part / "config.json").read_text())
-    cfg["run"]["iterations"] = 3
-    (part / "config.json").write_text(json.dumps(cfg))
-    train(None, run_dir=part, resume=True, **QUIET)
+    resume(part, iterations=3, **QUIET)  # the run was meant to go on: extend it
     a, b = read_metrics(full), read_metrics(part)
-    assert [r["iteration"] for r in b] == [0, 1, 2]
+    assert [r["iteration"] for r in b] == [1, 2, 3]
     for key in ("rollout/success_rate", "rollout/return_mean", "actor/pg_loss", "actor/grad_norm"):
         assert a[2][key] == b[2][key], key
-    wa = torch.load(latest_checkpoint(full) / "model.pt")
-    wb = torch.load(latest_checkpoint(part) / "model.pt")
+    wa, wb = _weights(full), _weights(part)
+    assert wa.keys() == wb.keys()
     for k in wa:
         assert torch.equal(wa[k], wb[k]), k
 
 
-def test_interrupted_write_keeps_last_good_checkpoint(keypad_overrides):
-    run = train(_cfg(keypad_overrides, "r", 1), **QUIET)
-    good = latest_checkpoint(run)
-    # A crash mid-write leaves only a temporary folder; "latest" still names the good one.
-    (run / "checkpoints" / ".iter_000001.123.tmp").mkdir()
-    assert latest_checkpoint(run) == good
+def test_checkpoints_hold_only_what_trains(keypad_overrides):
+    run = train(_cfg(keypad_overrides, "lean", 1, "model.trainable_layers=1"), **QUIET)
+    saved = _weights(run)
+    assert saved and all(k.startswith(("model.layers.1.", "model.norm.")) for k in saved), saved
+    assert not any(k.startswith("model.embed_tokens") for k in saved)
+
+
+def test_resuming_a_finished_run_says_so(keypad_overrides):
+    run = train(_cfg(keypad_overrides, "done", 1), **QUIET)
+    lines = []
+    resume(run, log=lines.append)
+    assert any("already finished (1/1 iterations)" in line for line in lines)
+    assert [r["iteration"] for r in read_metrics(run)] == [1]
+
+
+def test_a_crafted_pickle_fails_closed(keypad_overrides, tmp_path):
+    run = train(_cfg(keypad_overrides, "evil", 1), **QUIET)
+    marker = tmp_path / "pwned"
+
+    class Payload:
+        def __reduce__(self):
+            return (os.system, (f"touch {marker}",))
+
+    state = latest_checkpoint(run) / "state.pt"
+    state.write_bytes(pickle.dumps(Payload()))
+    with pytest.raises(FileNotFoundError, match="state.pt: cannot read as plain data"):
+        resume(run, iterations=2, **QUIET)
+    assert not marker.exists()
+
+
+def test_resume_falls_back_to_the_newest_loadable_checkpoint(keypad_overrides):
+    run = train(_cfg(keypad_overrides, "fallback", 3, "run.save_every=1"), **QUIET)
+    root = run / "checkpoints"
+    assert [p.name for p in complete_checkpoints(run)] == ["iter_000003", "iter_000002"]
+    (root / "iter_000003" / "model.safetensors").write_bytes(b"garbage")
+    (root / ".iter_000004.999.tmp").mkdir()  # a write that never finished
+    lines = []
+    resume(run, iterations=4, log=lines.append)
+    text = "\n".join(lines)
+    assert "iter_000003/model.safetensors: cannot read" in text
+    assert "resuming from the older checkpoint iter_000002" in text
+    assert "removed .iter_000004.999.tmp" in text
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2, 3, 4]
+
+
+def test_dangling_pointer_missing_state_and_a_torn_metrics_line(keypad_overrides):
+    run = train(_cfg(keypad_overrides, "torn", 2, "run.save_every=1"), **QUIET)
+    root = run / "checkpoints"
+    (root / "latest").write_text("iter_000099\n")  # points nowhere
+    (root / "iter_000002" / "state.json").unlink()  # the newest is incomplete
+    with (run / "metrics.jsonl").open("a") as fh:
+        fh.write('{"iteration": 3, "rollout/succ')  # killed mid-line
+    assert latest_checkpoint(run) == root / "iter_000001"
+    resume(run, iterations=2, **QUIET)
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2]
+
+
+def test_a_killed_checkpoint_write_keeps_the_previous_one(keypad_overrides, tmp_path):
+    """SIGKILL in the middle of writing checkpoint 2: checkpoint 1 stays the latest and loads."""
+    run = train(_cfg(keypad_overrides, "killed", 1), **QUIET)
+    script = textwrap.dedent(
+        f"""
+        import os, signal, sys
+        sys.path.insert(0, {str(HERE)!r})
+        import keypad_env  # registers the test env
+        import safetensors.torch
+        from algos import checkpoint
+        from algos.trainer import build_session
+        from algos.eval import run_config
+
+        real = safetensors.torch.save_file
+        def save_then_die(tensors, path, *a, **k):
+            real(tensors, path, *a, **k)
+            os.kill(os.getpid(), signal.SIGKILL)  # mid-checkpoint: state.pt not written yet
+        safetensors.torch.save_file = save_then_die
+        s = build_session(run_config({str(run)!r}), __import__("pathlib").Path({str(run)!r}))
+        checkpoint.save_checkpoint(s.run_dir, 2, s.learner)
+        """
+    )
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    proc = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr.decode()[-2000:]
+    root = run / "checkpoints"
+    assert list(root.glob(".iter_000002.*.tmp")), "the write was really interrupted"
+    assert latest_checkpoint(run) == root / "iter_000001"
+    resume(run, iterations=2, **QUIET)  # loads iteration 1 and trains iteration 2
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2]
+    assert not list(root.glob(".iter_*.tmp"))

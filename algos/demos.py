@@ -1,0 +1,210 @@
+"""Scripted-expert demonstrations, rendered exactly as the RL rollout sees and writes them.
+
+A demonstration step is a row of the same shape as a rollout row: the prompt token ids the
+rollout would build for that state (the same wrappers, prompt templates and context rule:
+:mod:`algos.envs`, :mod:`algos.context`) and, as the response, the expert's command written in
+the run's action format (:func:`render_action`) followed by the end-of-turn token. A policy
+cloned on them therefore drops into ``algos train`` unchanged.
+
+Demonstrations are played on the **training** env (``env.kwargs``: the train split) with task
+seeds drawn from ``sft.seed``, never on the evaluation split (``env.eval_kwargs``);
+:func:`check_split` refuses a config whose two splits coincide. With ``sft.noise = p`` each step
+is, with probability p, a random admissible command instead of the expert's; that step is not
+cloned, and the expert recovers from where it led (DART-style noise: the policy learns to get
+back on track from states the expert alone never visits).
+
+Demos are cached on disk (JSONL under ``$AGENT_GYM_HOME/demos/``), keyed by everything that
+shapes them, so the second run of a recipe reads them back in a second.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import re
+import time
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from algos.config import Config
+from algos.context import as_messages, fit_prompt
+from algos.metrics import progress_bar
+
+
+@dataclass
+class Demo:
+    """One cloned step: prompt ids, response ids (ending with the end-of-turn token)."""
+
+    episode: int
+    step: int
+    prompt_ids: list[int]
+    response_ids: list[int]
+    text: str
+    task_id: str = ""
+    won: bool = False
+
+
+def render_action(command: str, action_format: str, tools: Sequence[Any] = ()) -> str:
+    """The expert's env command written as a model would in ``action_format``.
+
+    ``plain`` is the command itself; ``tag`` wraps it in ``<action>...</action>``; ``tool_call``
+    finds the tool whose command template produces it and writes the Hermes call (a command of
+    several lines, one per call, becomes several calls). The inverse of ``ParseAction``: for
+    every command the round trip through ``parse_calls`` gives the command back (tested).
+
+    Raises:
+        ValueError: A tool-call command that no tool's template produces.
+
+    >>> from agent_gym.core import ToolSpec
+    >>> search = ToolSpec("search", "Search.", {"query": "the query"}, "search[{query}]")
+    >>> render_action("search[red shoes]", "tool_call", [search])
+    '<tool_call>{"name": "search", "arguments": {"query": "red shoes"}}</tool_call>'
+    """
+    if action_format == "plain":
+        return command
+    if action_format == "tag":
+        return f"<action>{command}</action>"
+    calls = [line.strip() for line in command.splitlines() if line.strip()]
+    return "\n".join(_tool_call(call, tools) for call in calls)
+
+
+def _tool_call(command: str, tools: Sequence[Any]) -> str:
+    for tool in tools:
+        pattern = re.escape(tool.command)
+        for name in tool.arguments:
+            pattern = pattern.replace(re.escape("{" + name + "}"), f"(?P<{name}>.+?)")
+        match = re.fullmatch(pattern, command)
+        if match:
+            call = {"name": tool.name, "arguments": match.groupdict()}
+            return f"<tool_call>{json.dumps(call)}</tool_call>"
+    names = ", ".join(t.name for t in tools)
+    raise ValueError(f"no tool ({names}) writes the command {command!r}")
+
+
+def check_split(cfg: Config) -> None:
+    """Refuse demonstrations from the split the held-out evaluation plays.
+
+    Only a ``split`` keyword can tell (an env without splits names none, and then the
+    demonstrations' hashed task seeds are the only separation from the evaluation's).
+
+    Raises:
+        ValueError: ``env.kwargs`` and ``env.eval_kwargs`` name the same split.
+    """
+    if "split" not in cfg.env.kwargs and "split" not in cfg.env.eval_kwargs:
+        return
+    train = cfg.env.kwargs.get("split", "train")
+    held_out = {**cfg.env.kwargs, **cfg.env.eval_kwargs}.get("split", "train")
+    if cfg.run.eval_episodes and train == held_out:
+        raise ValueError(
+            f"sft: demonstrations come from env.kwargs' split ({train!r}), which is also the "
+            "evaluation split (env.eval_kwargs); give the evaluation another split"
+        )
+
+
+def demo_key(cfg: Config, tokenizer_name: str, episodes: int, seed: int) -> str:
+    """The cache key: everything that shapes the rows."""
+    from agent_gym.paths import params_key
+
+    e, s, r = cfg.env, cfg.sft, cfg.rollout
+    shaping = {
+        k: getattr(e, k)
+        for k in ("id", "kwargs", "action_format", "history_length", "prompt", "max_steps",
+                  "action_match")
+    }  # fmt: skip
+    return params_key(
+        {
+            "env": shaping, "tokenizer": tokenizer_name, "episodes": episodes, "seed": seed,
+            "noise": s.noise, "max_prompt_tokens": r.max_prompt_tokens, "version": 1,
+        }
+    )  # fmt: skip
+
+
+def load_or_make_demos(
+    cfg: Config, tokenizer: Any, episodes: int, seed: int, *, log: Any = print,
+    progress: bool = True,
+) -> list[Demo]:  # fmt: skip
+    """The demonstrations of ``episodes`` expert episodes (from the cache when there)."""
+    from agent_gym.paths import atomic_write_text, cache_dir
+
+    name = (
+        cfg.model.name
+        if cfg.model.name in ("tiny-random", "smollm2-135m")
+        else tokenizer.name_or_path
+    )
+    path = cache_dir("demos") / f"{demo_key(cfg, name, episodes, seed)}.jsonl"
+    if path.is_file():
+        demos = [Demo(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+        log(f"sft: {len(demos)} demonstration steps of {episodes} episodes from {path}")
+        return demos
+    t0 = time.perf_counter()
+    demos = make_demos(cfg, tokenizer, episodes, seed, progress=progress)
+    atomic_write_text(path, "".join(json.dumps(asdict(d)) + "\n" for d in demos))
+    won = len({d.episode for d in demos if d.won})
+    log(
+        f"sft: played {episodes} expert episodes ({won} won) into {len(demos)} demonstration "
+        f"steps in {time.perf_counter() - t0:.1f} s; cached in {path}"
+    )
+    return demos
+
+
+def make_demos(
+    cfg: Config, tokenizer: Any, episodes: int, seed: int, *, progress: bool = True
+) -> list[Demo]:
+    """Play ``episodes`` expert episodes on the training env and render their steps.
+
+    Raises:
+        ValueError: The env has no scripted expert (``expert_action()``).
+    """
+    from algos.envs import make_envs
+
+    check_split(cfg)
+    rng = random.Random(seed)
+    venv = make_envs(cfg, 1, mode="sync")
+    env = venv.envs[0]
+    if not callable(getattr(env.unwrapped, "expert_action", None)):
+        venv.close()
+        raise ValueError(f"sft: {cfg.env.id} has no scripted expert (expert_action)")
+    fmt = cfg.env.action_format
+    tools = env.get_wrapper_attr("tools") if fmt == "tool_call" else ()
+    eos = tokenizer.eos_token_id
+    cap = cfg.env.max_steps or None
+    demos: list[Demo] = []
+    bar = progress_bar(progress, "sft demos", total=episodes, unit="episode")
+    try:
+        for ep in range(episodes):
+            obs, info = env.reset(seed=rng.randrange(2**31))
+            start, step, won = len(demos), 0, False
+            while cap is None or step < cap:
+                command = env.unwrapped.expert_action()
+                if command is None:
+                    break
+                noisy = cfg.sft.noise > 0 and rng.random() < cfg.sft.noise
+                if noisy:
+                    command = _random_command(info, rng) or command
+                text = render_action(command, fmt, tools)
+                if not noisy:
+                    ids, _ = fit_prompt(tokenizer, as_messages(obs), cfg.rollout.max_prompt_tokens)
+                    if ids is None:
+                        break  # the rollout would end here too (context_limit)
+                    response = tokenizer.encode(text, add_special_tokens=False) + [eos]
+                    demos.append(Demo(ep, step, ids, response, text, str(info.get("task_id", ""))))
+                obs, _, term, trunc, info = env.step(text)
+                step += 1
+                if term or trunc:
+                    won = bool(info.get("won", False))
+                    break
+            for d in demos[start:]:
+                d.won = won
+            if bar is not None:
+                bar.update(1)
+    finally:
+        venv.close()
+        if bar is not None:
+            bar.close()
+    return demos
+
+
+def _random_command(info: dict[str, Any], rng: random.Random) -> str | None:
+    actions = [a for a in info.get("admissible_actions") or [] if "<" not in a]
+    return rng.choice(actions) if actions else None

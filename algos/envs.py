@@ -1,0 +1,145 @@
+"""The envs a run trains and evaluates on: id resolution, the wrapper chain, task seeds.
+
+Every env a run uses is ``ParseAction`` -> ``ShapeReward`` -> ``ChatPrompt`` around
+``gym.make(env.id, **env.kwargs)``, in a vector env from ``agent_gym.make_vec``; the same
+chain serves training, evaluation and the demonstrations of ``algos sft``, so a policy sees
+the same prompts and action format in all three.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib
+from typing import Any
+
+from algos.config import Config
+
+
+def resolve_env(name: str) -> str:
+    """The Gymnasium id for ``env.id`` (short names such as ``alfworld`` are accepted).
+
+    Raises:
+        ValueError: One line naming the id and listing the valid ones.
+    """
+    import agent_gym  # noqa: F401  (registers the AgentR1/* ids)
+    from agent_gym.registration import resolve_env_id
+
+    return resolve_env_id(name)
+
+
+def prompt_templates(spec: str) -> Any:
+    """The ``env.prompt`` setting as ``PromptTemplates`` (None = the env's own templates).
+
+    Raises:
+        ValueError: ``spec`` is not ``env``, ``compact`` or an importable ``module:NAME``.
+    """
+    if spec in ("", "env"):
+        return None
+    if spec == "compact":
+        from agent_gym.wrappers.chat_prompt import COMPACT_PROMPTS
+
+        return COMPACT_PROMPTS
+    module, sep, name = spec.partition(":")
+    if not sep:
+        raise ValueError(f"env.prompt={spec!r}: use 'env', 'compact' or 'module:NAME'")
+    try:
+        return getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"env.prompt={spec!r}: cannot import it ({exc})") from None
+
+
+def env_kwargs(cfg: Config, *, evaluation: bool = False) -> dict[str, Any]:
+    """Constructor keywords of the env: ``env.kwargs``, with ``env.eval_kwargs`` for evaluation."""
+    e = cfg.env
+    return {**e.kwargs, **(e.eval_kwargs if evaluation else {})}
+
+
+def wrappers(cfg: Config) -> list[Any]:
+    """The wrapper chain of :mod:`algos.envs`' docstring, innermost first."""
+    from agent_gym.wrappers import ChatPrompt, ParseAction, ShapeReward
+
+    e = cfg.env
+    return [
+        functools.partial(ParseAction, format=e.action_format, match=e.action_match),
+        functools.partial(
+            ShapeReward,
+            reward_scale=e.reward_scale,
+            success_bonus=e.success_bonus,
+            invalid_penalty=e.invalid_penalty,
+        ),
+        functools.partial(
+            ChatPrompt,
+            history_length=e.history_length,
+            action_format=e.action_format,
+            templates=prompt_templates(e.prompt),
+        ),
+    ]
+
+
+def make_envs(
+    cfg: Config, num_envs: int, *, evaluation: bool = False, mode: str | None = None
+) -> Any:
+    """The wrapped vector env of ``num_envs`` sub-envs (``env.vector_mode`` unless ``mode``)."""
+    from agent_gym.vector import make_vec
+
+    e = cfg.env
+    extra = {"step_timeout": e.step_timeout} if e.step_timeout else {}
+    return make_vec(
+        resolve_env(e.id),
+        num_envs,
+        mode=mode or e.vector_mode,
+        wrappers=wrappers(cfg),
+        **extra,
+        **env_kwargs(cfg, evaluation=evaluation),
+    )
+
+
+def check_envs(cfg: Config) -> None:
+    """Build one training env and one evaluation env in this process and reset them.
+
+    Run before any model is loaded, so that an unknown id, a wrong keyword or a missing data
+    file is one line at once, not a worker traceback minutes into a run.
+
+    Raises:
+        ValueError: The id is unknown, or the env rejects its keywords or data (the message
+            says which of training or evaluation).
+    """
+    import gymnasium as gym
+
+    env_id = resolve_env(cfg.env.id)
+    settings = [("env.kwargs", env_kwargs(cfg))]
+    if cfg.run.eval_episodes:
+        settings.append(("env.eval_kwargs", env_kwargs(cfg, evaluation=True)))
+    for where, kwargs in settings:
+        try:
+            env = gym.make(env_id, **kwargs)
+        except TypeError as exc:
+            raise ValueError(f"{where}={kwargs!r}: {env_id} does not take them ({exc})") from None
+        except (ValueError, FileNotFoundError, OSError) as exc:
+            raise ValueError(f"{where}={kwargs!r}: {env_id}: {exc}") from None
+        try:
+            for wrap in wrappers(cfg):
+                env = wrap(env)
+            env.reset(seed=cfg.env.seed)
+        except (ValueError, FileNotFoundError, OSError) as exc:
+            raise ValueError(f"{where}={kwargs!r}: {env_id}: {exc}") from None
+        finally:
+            env.close()
+
+
+def iteration_seeds(cfg: Config, iteration: int) -> tuple[list[int], list[int]]:
+    """Reset seeds and group ids of one iteration (``group_size`` members per task)."""
+    from agent_gym.vector import group_seeds
+
+    e = cfg.env
+    seeds = group_seeds(e.seed + iteration, e.num_tasks, e.group_size)
+    return seeds, [i // e.group_size for i in range(len(seeds))]
+
+
+def eval_seeds(cfg: Config, episodes: int) -> list[int]:
+    """The held-out task list: ``env.eval_seed + i`` for ``i < episodes``.
+
+    Every evaluation of a config (the random agent, the expert, the untrained and the trained
+    model) plays exactly these tasks, from ``env.eval_kwargs``' split.
+    """
+    return [cfg.env.eval_seed + i for i in range(episodes)]

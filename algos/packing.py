@@ -1,0 +1,78 @@
+"""Model inputs from step rows: ``[left-padded prompt | right-padded response]``.
+
+The rollout's prompts have different lengths; generation and the learner both left-pad them
+(:func:`left_pad`), so the last prompt token of every row sits in the same column and the
+response follows it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import torch
+
+from algos.batch import StepBatch
+
+
+def left_pad(seqs: list[list[int]] | list[torch.Tensor], pad_id: int, width: int | None = None
+             ) -> tuple[torch.Tensor, torch.Tensor]:  # fmt: skip
+    """``(ids, attention_mask)``, both (n, width) long, each sequence right-aligned.
+
+    >>> ids, attn = left_pad([[5, 6], [7]], pad_id=0)
+    >>> ids.tolist(), attn.tolist()
+    ([[5, 6], [0, 7]], [[1, 1], [0, 1]])
+    """
+    width = max((len(p) for p in seqs), default=0) if width is None else width
+    ids = torch.full((len(seqs), width), pad_id, dtype=torch.long)
+    attn = torch.zeros((len(seqs), width), dtype=torch.long)
+    for row, p in enumerate(seqs):
+        if len(p):
+            ids[row, width - len(p) :] = torch.as_tensor(p, dtype=torch.long)
+            attn[row, width - len(p) :] = 1
+    return ids, attn
+
+
+def response_width(batch: StepBatch) -> int:
+    """Columns up to the last real response token of any row (at least 1)."""
+    cols = torch.nonzero((batch.response_mask != 0).any(0))
+    return int(cols.max()) + 1 if len(cols) else 1
+
+
+def prompt_rows(batch: StepBatch) -> list[torch.Tensor]:
+    """The B prompts as 1-D id tensors (a padded ``(B, P)`` prompt tensor is unpadded)."""
+    if batch.prompt_ids is None:
+        raise ValueError("the learner needs StepBatch.prompt_ids (the rollout's prompt tokens)")
+    if isinstance(batch.prompt_ids, list):
+        return batch.prompt_ids
+    mask = batch.prompt_mask if batch.prompt_mask is not None else torch.ones_like(batch.prompt_ids)
+    return [ids[m != 0] for ids, m in zip(batch.prompt_ids, mask)]
+
+
+def pack(batch: StepBatch, pad_id: int, device: Any) -> dict[str, Any]:
+    """Model inputs ``[left-padded prompt | right-padded response]`` and their positions.
+
+    Response token j sits at column ``P + j`` and is predicted by column ``P + j - 1``, so the
+    logits of the last ``R + 1`` columns (minus the very last) score the response. ``R`` is
+    :func:`response_width` of the batch: columns past every row's last real token are cut.
+    """
+    prompt_ids, prompt_attn = left_pad(prompt_rows(batch), pad_id)
+    width_r = response_width(batch)
+    resp_mask = batch.response_mask[:, :width_r] != 0
+    resp_ids = torch.where(resp_mask, batch.response_ids[:, :width_r], pad_id)
+    ids = torch.cat([prompt_ids, resp_ids], dim=1)
+    attn = torch.cat([prompt_attn, resp_mask.long()], dim=1)
+    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    return {
+        "input_ids": ids.to(device),
+        "attention_mask": attn.to(device),
+        "position_ids": pos.to(device),
+        "width_r": width_r,
+    }
+
+
+def mini_batch_counts(mask: torch.Tensor) -> dict[str, float]:
+    """Normalisers of a mini-batch: real tokens and sequences with at least one token."""
+    return {
+        "batch_num_tokens": float((mask != 0).sum().item()),
+        "global_batch_size": float(((mask != 0).sum(-1) > 0).sum().item()),
+    }

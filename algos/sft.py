@@ -1,0 +1,213 @@
+"""``algos sft``: behaviour cloning on scripted-expert demonstrations, a warm start for RL.
+
+The demonstrations (:mod:`algos.demos`) are rendered with the RL rollout's prompts and action
+format; the loss is the token NLL of the response tokens only (the prompt is context, never a
+target), averaged over the tokens of each mini-batch of ``sft.mini_batch_size`` steps, which is
+computed in micro-batches of ``optim.micro_batch_size`` with exact accumulation, as the RL
+learner does. Only the parameters the config trains (``model.trainable_layers``, LoRA) move.
+
+The run directory has the layout of a training run (``config.json``, ``metrics.jsonl`` with one
+line per epoch, ``checkpoints/``), so ``algos train --set model.init=RUN_DIR`` starts RL from it
+and ``algos sft --resume RUN_DIR`` continues it after its last complete epoch. Reported per
+epoch: ``sft/loss`` (training NLL per token) and ``sft/val_nll`` on held-out demonstrations
+(other train-split tasks, never trained on).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from algos.batch import StepBatch
+from algos.config import Config, dumps
+from algos.demos import Demo, check_split, load_or_make_demos
+from algos.learner import response_logits, token_logp
+from algos.metrics import progress_bar
+from algos.packing import pack
+
+
+@dataclass
+class _Cloner:
+    """What :func:`algos.checkpoint.save_checkpoint` needs of a learner."""
+
+    model: Any
+    optimizer: Any
+    device: Any
+    critic: Any = None
+    critic_optimizer: Any = None
+
+
+def rows(demos: list[Demo], pad_id: int) -> StepBatch:
+    """The demonstration steps as a ``StepBatch`` (response = the expert's action tokens)."""
+    width = max(len(d.response_ids) for d in demos)
+    ids = torch.full((len(demos), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(demos), width))
+    for i, d in enumerate(demos):
+        ids[i, : len(d.response_ids)] = torch.tensor(d.response_ids)
+        mask[i, : len(d.response_ids)] = 1.0
+    return StepBatch(
+        prompt_ids=[torch.tensor(d.prompt_ids, dtype=torch.long) for d in demos],
+        response_ids=ids,
+        response_mask=mask,
+        step_reward=[0.0] * len(demos),
+        index=[d.episode for d in demos],
+        traj_uid=[d.episode for d in demos],
+        step_index=[d.step for d in demos],
+    )
+
+
+def token_nll(model: Any, batch: StepBatch, pad_id: int, device: Any) -> tuple[torch.Tensor, int]:
+    """``(sum of the response tokens' NLL, number of response tokens)`` of a batch."""
+    inputs = pack(batch, pad_id, device)
+    logp = token_logp(response_logits(model, inputs), inputs, 1.0)
+    mask = batch.response_mask[:, : inputs["width_r"]].to(device)
+    return -(logp * mask).sum(), int(mask.sum().item())
+
+
+@torch.no_grad()
+def mean_nll(model: Any, demos: list[Demo], pad_id: int, device: Any, micro: int) -> float:
+    """Per-token NLL of ``demos`` under ``model`` (nan when there are none)."""
+    if not demos:
+        return float("nan")
+    was = model.training
+    model.eval()
+    total, count = 0.0, 0
+    try:
+        for start in range(0, len(demos), micro):
+            nll, n = token_nll(model, rows(demos[start : start + micro], pad_id), pad_id, device)
+            total, count = total + float(nll), count + n
+    finally:
+        model.train(was)
+    return total / max(count, 1)
+
+
+def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
+    """Clone the expert per ``cfg`` into a new run directory (or ``run_dir``); return it."""
+    from algos.envs import check_envs
+    from algos.trainer import new_run_dir
+
+    cfg = copy.deepcopy(cfg)
+    if cfg.model.init == "sft":  # the pipeline's RL config: this stage starts from the model
+        cfg.model.init = ""
+    check_split(cfg)
+    check_envs(cfg)
+    if run_dir is None:
+        run_dir = new_run_dir(_named(cfg))
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "config.json").write_text(dumps(cfg))
+    return _run(cfg, run_dir, log, resume=False)
+
+
+def resume_sft(run_dir: Path, *, log: Any = print) -> Path:
+    """Continue the SFT run in ``run_dir`` after its last complete epoch."""
+    from algos.eval import run_config
+
+    return _run(run_config(run_dir), Path(run_dir), log, resume=True)
+
+
+def finished(run_dir: Path) -> bool:
+    """Whether the SFT run in ``run_dir`` completed every epoch."""
+    path = Path(run_dir) / "sft.json"
+    return path.is_file() and json.loads(path.read_text()).get("finished", False)
+
+
+def _named(cfg: Config) -> Config:
+    cfg = copy.deepcopy(cfg)
+    if not cfg.run.name:
+        cfg.run.name = "{}-sft-{}".format(
+            cfg.env.id.split("/")[-1].split(":")[-1], time.strftime("%Y%m%d-%H%M%S")
+        )
+    return cfg
+
+
+def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
+    from algos.checkpoint import restore_latest, save_checkpoint
+    from algos.metrics import MetricsLogger
+    from algos.policy import build_models
+    from algos.trainer import seed_everything
+
+    s = cfg.sft
+    build_cfg = copy.deepcopy(cfg)
+    build_cfg.algo.kl_coef, build_cfg.algo.name = 0.0, "grpo"  # no reference, no critic
+    models = build_models(build_cfg)
+    model, tok = models.model, models.tokenizer
+    pad = tok.pad_token_id
+    device = next(model.parameters()).device
+    train = load_or_make_demos(cfg, tok, s.demos, s.seed, log=log, progress=cfg.run.progress)
+    seen = {d.task_id for d in train}
+    val = [
+        d
+        for d in load_or_make_demos(cfg, tok, s.val_demos, s.seed + 1, log=log, progress=False)
+        if d.task_id not in seen  # held out: tasks the training demos never show
+    ] if s.val_demos else []  # fmt: skip
+    if not train:
+        raise ValueError("sft: the expert produced no demonstration steps")
+    params = [p for p in model.parameters() if p.requires_grad]
+    cloner = _Cloner(model, torch.optim.AdamW(params, lr=s.lr, weight_decay=0.0), device)
+    seed_everything(cfg.run.seed)
+    done = restore_latest(run_dir, cloner, log)[0] if resume else 0
+    logger = MetricsLogger(run_dir, loggers=cfg.run.loggers, config=cfg.to_dict(),
+                           resume_from=done if resume else None)  # fmt: skip
+    micro = cfg.optim.micro_batch_size
+    summary = {"train_steps": len(train), "val_steps": len(val)}
+    if not resume:
+        summary["val_nll_before"] = mean_nll(model, val, pad, device, micro)
+        log(f"sft: held-out demonstration NLL before: {summary['val_nll_before']:.3f} per token")
+    try:
+        for epoch in range(done + 1, s.epochs + 1):
+            t0 = time.perf_counter()
+            loss, tokens = _epoch(cloner, rows(train, pad), pad, s, micro, cfg.run.seed + epoch,
+                                  progress=cfg.run.progress)  # fmt: skip
+            metrics = {
+                "sft/loss": loss,
+                "sft/val_nll": mean_nll(model, val, pad, device, micro),
+                "perf/update_tokens_per_s": tokens / max(time.perf_counter() - t0, 1e-9),
+                "time/epoch_s": time.perf_counter() - t0,
+            }
+            logger.log(epoch, metrics)
+            log(f"sft epoch {epoch}/{s.epochs}  loss {loss:.3f}  held-out nll "
+                f"{metrics['sft/val_nll']:.3f}  {metrics['time/epoch_s']:.1f}s")  # fmt: skip
+            save_checkpoint(run_dir, epoch, cloner)
+        summary["val_nll_after"] = mean_nll(model, val, pad, device, micro)
+        summary["finished"] = True
+        (run_dir / "sft.json").write_text(json.dumps(summary, indent=2))
+    finally:
+        logger.close()
+    return run_dir
+
+
+def _epoch(
+    c: _Cloner, batch: StepBatch, pad: int, s: Any, micro: int, seed: int, *, progress: bool
+) -> tuple[float, int]:
+    """One pass in shuffled mini-batches; returns (mean token NLL, tokens seen)."""
+    n = len(batch)
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+    steps = math.ceil(n / s.mini_batch_size)
+    bar = progress_bar(progress, "sft (optimizer steps)", total=steps)
+    total_nll, total_tokens, seen = 0.0, 0, 0
+    for start in range(0, n, s.mini_batch_size):
+        mb = batch.select(perm[start : start + s.mini_batch_size])
+        tokens = max(int((mb.response_mask != 0).sum()), 1)
+        c.optimizer.zero_grad(set_to_none=True)
+        for m in range(0, len(mb), micro):
+            part = mb.select(list(range(m, min(m + micro, len(mb)))))
+            nll, count = token_nll(c.model, part, pad, c.device)
+            (nll / tokens).backward()  # the mini-batch's token mean, accumulated exactly
+            total_nll += nll.item()
+            total_tokens += count
+            seen += sum(len(p) for p in part.prompt_ids) + count
+        torch.nn.utils.clip_grad_norm_([p for p in c.model.parameters() if p.requires_grad], 1.0)
+        c.optimizer.step()
+        if bar is not None:
+            bar.update(1)
+    if bar is not None:
+        bar.close()
+    return total_nll / max(total_tokens, 1), seen

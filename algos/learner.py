@@ -86,6 +86,8 @@ class Learner:
         self.acfg, self.ocfg = algo_cfg, optim_cfg
         self.temperature = temperature if temperature > 0 else 1.0
         self.critic, self.ref_model = critic, ref_model
+        #: Skip rows whose loss is exactly zero (see :meth:`_rows_with_gradient`).
+        self.skip_zero_advantage = True
         #: The policy loss, looked up in ``algos.POLICY_LOSSES`` (so registered losses work).
         self.policy_loss = get_policy_loss(algo_cfg.policy_loss or algo.loss)
         self._loss_options = self.policy_loss.config_options(algo_cfg)
@@ -189,8 +191,9 @@ class Learner:
                     bar.update(1)
         if bar is not None:
             bar.close()
-        out = {k: sums[k] / counts[k] for k in sums if not k.startswith("skipped")}
+        out = {k: sums[k] / counts[k] for k in sums if k not in ("skipped", "rows_skipped")}
         out["skipped_steps"] = sums.get("skipped", 0.0)
+        out["zero_advantage_rows"] = sums.get("rows_skipped", 0.0)
         out["optimizer_steps"] = float(steps)
         secs = time.perf_counter() - t0
         out["update_tokens_per_s"] = tokens / secs if secs > 0 else 0.0
@@ -216,8 +219,9 @@ class Learner:
             self.critic_optimizer.zero_grad(set_to_none=True)
         acc: dict[str, float] = {}
         finite = True
-        for start in range(0, len(mb), micro):
-            rows = list(range(start, min(start + micro, len(mb))))
+        active = self._rows_with_gradient(mb, advantages, train_actor)
+        for start in range(0, len(active), micro):
+            rows = active[start : start + micro]
             part = mb.select(rows)
             if part.response_mask.sum() == 0:
                 continue  # only padding rows: nothing to learn, no forward pass
@@ -238,6 +242,9 @@ class Learner:
                 break
             loss.backward()
         metrics = dict(acc)
+        if len(active) < len(mb):
+            metrics["rows_skipped"] = float(len(mb) - len(active))
+            _zero_missing_grads(self.model)  # an all-zero step is still a step for AdamW
         if finite and train_actor:
             gn = torch.nn.utils.clip_grad_norm_(
                 [p for p in self.model.parameters() if p.requires_grad], self.ocfg.max_grad_norm
@@ -259,6 +266,29 @@ class Learner:
         if self.critic_optimizer is not None:
             self.critic_optimizer.step()
         return metrics
+
+    def _rows_with_gradient(
+        self, mb: StepBatch, advantages: torch.Tensor, train_actor: bool
+    ) -> list[int]:
+        """The rows whose loss can have a gradient (all rows, unless skipping is exact).
+
+        With no entropy bonus, no KL term and no critic, a row whose advantages are all 0 has a
+        policy loss of exactly 0 (every registered loss is ``-A * f(ratio)``), so its forward
+        and backward passes change nothing; the normalisers still count it. GRPO-style groups
+        whose members all got the same reward are such rows, often most of a batch early on.
+        """
+        rows = list(range(len(mb)))
+        exact = (
+            self.skip_zero_advantage
+            and train_actor
+            and self.critic is None
+            and self.acfg.entropy_coeff == 0
+            and not (self.acfg.kl_coef and self.ref_model is not None)
+        )
+        if not exact:
+            return rows
+        nonzero = (advantages != 0).any(dim=-1).tolist()
+        return [i for i in rows if nonzero[i]]
 
     def _actor_loss(
         self,
@@ -332,6 +362,18 @@ class Learner:
 #: Metrics that are already mini-batch-normalised partial sums (they add up over micro-batches);
 #: every other metric is a per-micro-batch mean, weighted by the micro-batch's token share.
 _SUMMED = frozenset({"pg_loss", "entropy", "kl", "value_loss"})
+
+
+def _zero_missing_grads(model: Any) -> None:
+    """Give trainable parameters that got no gradient an explicit zero one.
+
+    AdamW skips a parameter whose ``grad`` is None but moves one whose gradient is zero
+    (momentum, weight decay), so skipped rows must leave zeros, not Nones, to keep the update
+    identical to computing them.
+    """
+    for p in model.parameters():
+        if p.requires_grad and p.grad is None:
+            p.grad = torch.zeros_like(p)
 
 
 def _accumulate(acc: dict[str, float], metrics: dict[str, float], weight: float) -> None:

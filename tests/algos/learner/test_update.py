@@ -141,3 +141,45 @@ def test_a_registered_policy_loss_is_used():
     assert learner.policy_loss is POLICY_LOSSES["reinforce"]
     with pytest.raises(ValueError, match="unknown policy loss 'nope'"):
         Learner(model, tok, get_algorithm("grpo"), AlgoConfig(policy_loss="nope"), OptimConfig())
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
+def test_skipping_zero_advantage_rows_is_exact(agg):
+    """Rows whose advantages are all 0 are not forwarded; the gradient is the same.
+
+    (Up to float32 rounding: the remaining rows are grouped into other micro-batches.)
+    """
+    batch, adv, _ = _batch(n=8, seed=3)
+    adv[[0, 2, 3, 6]] = 0.0  # e.g. groups whose members all got the same reward
+
+    def grads(skip: bool) -> tuple[dict[str, torch.Tensor], dict[str, float]]:
+        model, tok = load_model("tiny-random", seed=0)
+        ocfg = OptimConfig(mini_batch_size=8, micro_batch_size=2, lr=0.0, max_grad_norm=1e9)
+        learner = Learner(model, tok, get_algorithm("grpo"), AlgoConfig(loss_agg=agg), ocfg)
+        learner.skip_zero_advantage = skip
+        metrics = learner._mini_batch_step(batch, adv, None, train_actor=True)
+        return {k: p.grad.clone() for k, p in model.named_parameters()}, metrics
+
+    (skipped, m_skip), (full, m_full) = grads(True), grads(False)
+    assert m_skip["rows_skipped"] == 4.0 and "rows_skipped" not in m_full
+    for k in full:
+        torch.testing.assert_close(skipped[k], full[k], rtol=1e-5, atol=1e-8, msg=k)
+    assert m_skip["pg_loss"] == pytest.approx(m_full["pg_loss"], abs=1e-7)
+
+
+def test_an_all_zero_mini_batch_still_steps_adamw():
+    """No row has a gradient: zero gradients (not None) keep AdamW's step identical."""
+    batch, adv, _ = _batch(n=4, seed=1)
+    adv.zero_()
+    params = []
+    for skip in (True, False):
+        model, tok = load_model("tiny-random", seed=0)
+        ocfg = OptimConfig(mini_batch_size=4, micro_batch_size=2, lr=1e-2, weight_decay=0.5)
+        learner = Learner(model, tok, get_algorithm("grpo"), AlgoConfig(), ocfg)
+        learner.skip_zero_advantage = skip
+        before = {k: p.detach().clone() for k, p in model.named_parameters()}
+        learner.update(batch, adv, seed=0)
+        params.append({k: p.detach().clone() for k, p in model.named_parameters()})
+    for k in params[1]:
+        assert torch.equal(params[0][k], params[1][k]), k
+    assert not torch.equal(params[0]["model.norm.weight"], before["model.norm.weight"])

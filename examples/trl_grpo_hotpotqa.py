@@ -108,62 +108,51 @@ def make_rollout_func(
             new, logps = new[:end], logps[:end]
         return new, logps
 
+    def play(env: gym.Env, prompt: list, model: Any, tokenizer: Any, trainer: Any) -> dict:
+        """One episode as one sequence: the model's tokens trained, the env's masked out."""
+        _, info = env.reset(seed=seed_of[json.dumps(prompt, sort_keys=True)])
+        ep = {"prompt_ids": _ids(tokenizer, prompt, add_generation_prompt=True),
+              "completion_ids": [], "logprobs": [], "env_mask": [], "env_return": 0.0}  # fmt: skip
+
+        def add(ids: list[int], logps: list[float] | None = None) -> None:
+            ep["completion_ids"] += ids
+            ep["logprobs"] += logps if logps is not None else [0.0] * len(ids)
+            ep["env_mask"] += [1 if logps is not None else 0] * len(ids)
+
+        done = False
+        while not done:
+            budget = min(
+                args.max_new_tokens, args.max_completion_length - len(ep["completion_ids"])
+            )
+            if budget <= 0:
+                break  # out of tokens: the episode ends here, with the return so far
+            new, logps = sample(
+                model, tokenizer, ep["prompt_ids"] + ep["completion_ids"], budget, trainer
+            )
+            add(new, logps)
+            if not new or new[-1] != tokenizer.eos_token_id:
+                add([tokenizer.eos_token_id])  # cut off by the budget: close the turn (not trained)
+            obs, reward, terminated, truncated, info = env.step(
+                tokenizer.decode(new, skip_special_tokens=True)
+            )
+            ep["env_return"] += float(reward)
+            done = terminated or truncated
+            if not done:
+                add(user_turn_ids(tokenizer, follow_up(obs, info)))
+        return ep
+
     def rollout_func(prompts: list, trainer: Any) -> dict[str, list]:
         model = trainer.accelerator.unwrap_model(trainer.model)
-        tokenizer = trainer.processing_class
-        result: dict[str, list] = {
-            "prompt_ids": [],
-            "completion_ids": [],
-            "logprobs": [],
-            "env_mask": [],
-            "env_return": [],
-        }
+        result: dict[str, list] = {}
         for prompt in prompts:
             env = build_env(args)
             try:
-                _, info = env.reset(seed=seed_of[json.dumps(prompt, sort_keys=True)])
-                prompt_ids = _ids(tokenizer, prompt, add_generation_prompt=True)
-                completion, logprobs, mask, total = [], [], [], 0.0
-                done = False
                 with torch.no_grad():
-                    while not done:
-                        budget = min(
-                            args.max_new_tokens, args.max_completion_length - len(completion)
-                        )
-                        if budget <= 0:
-                            break  # out of tokens: the episode ends here, with the return so far
-                        new, logps = sample(
-                            model, tokenizer, prompt_ids + completion, budget, trainer
-                        )
-                        completion, logprobs, mask = (
-                            completion + new,
-                            logprobs + logps,
-                            mask + [1] * len(new),
-                        )
-                        if not new or new[-1] != tokenizer.eos_token_id:  # cut off: close the turn
-                            completion, logprobs, mask = (
-                                completion + [tokenizer.eos_token_id],
-                                logprobs + [0.0],
-                                mask + [0],
-                            )
-                        response = tokenizer.decode(new, skip_special_tokens=True)
-                        obs, reward, terminated, truncated, info = env.step(response)
-                        total += float(reward)
-                        done = terminated or truncated
-                        if not done:
-                            turn = user_turn_ids(tokenizer, follow_up(obs, info))
-                            completion, logprobs, mask = (
-                                completion + turn,
-                                logprobs + [0.0] * len(turn),
-                                mask + [0] * len(turn),
-                            )
+                    episode = play(env, prompt, model, trainer.processing_class, trainer)
             finally:
                 env.close()
-            for key, value in (
-                ("prompt_ids", prompt_ids), ("completion_ids", completion),
-                ("logprobs", logprobs), ("env_mask", mask), ("env_return", total),
-            ):  # fmt: skip
-                result[key].append(value)
+            for key, value in episode.items():
+                result.setdefault(key, []).append(value)
         return result
 
     return rollout_func

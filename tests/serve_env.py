@@ -53,7 +53,9 @@ def serve_env(
     reader.start()
     try:
         found.wait(timeout)
-        match = next((re.search(r"http://\S+:\d+", line) for line in lines if "serving" in line), None)
+        match = next(
+            (re.search(r"http://\S+:\d+", line) for line in lines if "serving" in line), None
+        )
         if match is None:
             raise RuntimeError(f"serve-env {env_id} did not start:\n{''.join(lines)}")
         yield match.group(0)

@@ -169,10 +169,11 @@ class Engine:
             return list(state.replan(self._tw._entity_infos))
 
     def close(self) -> None:
-        """Free the game's planner state and pass the library copy on (idempotent)."""
+        """Free the game's planner state and interned facts, pass the library copy on (idempotent)."""
         if self._closed:
             return
         self._closed = True
+        forget_interned_logic()
         lib = self._tw.downward_lib
         if self._loaded:
             lib.cleanup()  # frees the loaded task; the next engine's load_sas starts afresh

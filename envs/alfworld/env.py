@@ -95,7 +95,7 @@ class ALFWorldEnv(TextEnv):
         data: str | os.PathLike[str] = "generated",
         split: str = "train",
         num_games: int | None = None,
-        task_types: Iterable[str] | None = None,
+        task_types: str | Iterable[str] | None = None,
         expert_plan: bool = False,
         expert_replanner: str = "task_planner",
         generator_seed: int = 0,

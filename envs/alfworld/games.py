@@ -154,7 +154,7 @@ class GeneratedGames:
         self,
         split: str,
         num_games: int | None = None,
-        task_types: Iterable[str] | None = None,
+        task_types: str | Iterable[str] | None = None,
         seed: int = 0,
     ) -> None:
         self.split = check_split(split)

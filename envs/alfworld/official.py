@@ -72,7 +72,7 @@ class OfficialGames:
         self,
         data: str | os.PathLike[str],
         split: str,
-        task_types: Iterable[str] | None = None,
+        task_types: str | Iterable[str] | None = None,
         num_games: int | None = None,
     ) -> None:
         self.split = check_split(split)

@@ -1,6 +1,13 @@
 """Rollout and update throughput of the learner on this machine (prints a Markdown table).
 
     OMP_NUM_THREADS=2 python benchmarks/bench_learner.py [--models tiny-random smollm2-135m]
+    OMP_NUM_THREADS=2 python benchmarks/bench_learner.py --main-job [--iterations 2]
+
+``--main-job`` runs the README main job's rollouts (its recipe, model, envs and seeds) with
+the transformers backend's two sampling paths in the same process, one after the other on the
+same task draws: ``model.generate`` on left-padded prompts (the previous backend) and the
+shared-prefix path (identical prompts and the common prefix prefilled once). It prints the
+new tokens per second of generation, the prompt tokens prefilled, and their ratio.
 
 For each model: HF generation tokens/s batched (B prompts at once, left-padded) against one
 prompt at a time, and update tokens/s (forward + backward + AdamW over prompt+response tokens)
@@ -85,8 +92,60 @@ def measure(name: str, batch: int, prompt_len: int, new_tokens: int, reps: int) 
     return out
 
 
+def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> list[dict]:
+    """Rollout speed of both sampling paths on the main job's own rollouts (same seeds)."""
+    import torch
+
+    from algos.backends.base import SamplingParams
+    from algos.backends.hf import HFBackend
+    from algos.config import load_config
+    from algos.envs import iteration_seeds, make_envs
+    from algos.models import load_model
+    from algos.rollout import rollout
+
+    cfg = load_config(recipe, overrides)
+    model, tok = load_model(cfg.model.name)
+    r = cfg.rollout
+    venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
+    rows = []
+    try:
+        for sharing in (False, True):
+            backend = HFBackend(model, tok, seed=0, prefix_sharing=sharing)
+            new = gen_s = 0.0
+            steps = 0
+            for it in range(iterations):
+                seeds, groups = iteration_seeds(cfg, it)
+                ro = rollout(
+                    venv, backend, seeds=seeds, groups=groups,
+                    sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
+                    max_prompt_tokens=r.max_prompt_tokens, max_steps=cfg.env.max_steps or None,
+                    rerender_history=True,
+                )  # fmt: skip
+                new += ro.response_tokens
+                gen_s += ro.generate_seconds
+                steps += len(ro)
+            rows.append(
+                {
+                    "path": "shared prefix" if sharing else "model.generate",
+                    "rows": steps,
+                    "new_tok_s": new / gen_s,
+                    "generate_s": gen_s,
+                    "prompt_tokens": backend.prompt_tokens,
+                    "prefilled": backend.prefill_tokens,
+                    "threads": torch.get_num_threads(),
+                }
+            )
+    finally:
+        venv.close()
+    return rows
+
+
 def main() -> None:
     p = argparse.ArgumentParser()
+    p.add_argument("--main-job", action="store_true", help="the main job's rollouts, both paths")
+    p.add_argument("--recipe", default="recipes/alfworld/gigpo.toml")
+    p.add_argument("--set", action="append", default=[], help="config override (repeatable)")
+    p.add_argument("--iterations", type=int, default=2)
     p.add_argument("--models", nargs="+", default=["tiny-random", "smollm2-135m"])
     p.add_argument("--batch", type=int, default=8)
     p.add_argument("--prompt-len", type=int, default=256)
@@ -94,6 +153,18 @@ def main() -> None:
     p.add_argument("--reps", type=int, default=2)
     p.add_argument("--one", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.main_job:
+        rows = main_job_rollouts(a.iterations, a.recipe, a.set)
+        print("| sampling path | step rows | generate s | new tok/s | prompt tokens | prefilled |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(
+                f"| {r['path']} | {r['rows']} | {r['generate_s']:.1f} | {r['new_tok_s']:.1f} "
+                f"| {r['prompt_tokens']} | {r['prefilled']} |"
+            )
+        print(f"\nspeed-up (new tok/s): {rows[1]['new_tok_s'] / rows[0]['new_tok_s']:.2f}x, "
+              f"threads {rows[0]['threads']}")  # fmt: skip
+        return
     if a.one:
         print(json.dumps(measure(a.one, a.batch, a.prompt_len, a.new_tokens, a.reps)))
         return

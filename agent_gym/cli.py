@@ -69,14 +69,32 @@ def cmd_list(args: argparse.Namespace) -> int:
     return 0
 
 
-def _print_state(obs: str, info: dict[str, Any], reward: float | None = None) -> None:
+class HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """Shows an option's default in its help, where it has one (both command lines use it)."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        default = action.default
+        unset = default is None or default is False or default == [] or default == argparse.SUPPRESS
+        if not unset and "%(default)" not in text:
+            text += " (default: %(default)s)"
+        return text
+
+
+def _print_state(
+    obs: str, info: dict[str, Any], reward: float | None = None, step: str = ""
+) -> None:
     print()
     print(obs)
     if info.get("admissible_actions"):
         acts = info["admissible_actions"]
         print("\n[admissible] " + textwrap.shorten(" | ".join(acts), width=2000))
     if reward is not None:
-        print(f"[reward {reward:g}  score {info.get('score', 0.0):g}  won {info.get('won')}]")
+        invalid = "" if info.get("is_action_valid", True) else "INVALID action (nothing changed)  "
+        print(
+            f"[{invalid}reward {reward:g}  score {info.get('score', 0.0):g}  "
+            f"won {info.get('won')}  {step}]"
+        )
 
 
 def cmd_play(args: argparse.Namespace) -> int:
@@ -85,28 +103,31 @@ def cmd_play(args: argparse.Namespace) -> int:
     env = gym.make(env_id, **_parse_kv(args.env_arg))
     try:
         obs, info = env.reset(seed=args.seed)
+        limit = env.spec.max_episode_steps if env.spec is not None else None
         print(f"{env_id}  task {info['task_id']}  data {info['data_source']}")
         print(f"Task: {info['task']}")
         print("Type an action; 'quit' (or Ctrl-D) leaves, 'restart' starts a new episode.")
         _print_state(obs, info)
-        total = 0.0
+        total, steps = 0.0, 0
         while True:
             try:
                 action = input("> ")
             except EOFError:
                 print()
                 return 0
+            if not action.strip():
+                continue  # an empty line is not an action: no step is spent
             if action.strip().lower() in ("quit", "exit", ":q"):
                 return 0
             if action.strip().lower() == "restart":
                 obs, info = env.reset()
-                total = 0.0
+                total, steps = 0.0, 0
                 print(f"\nTask: {info['task']}")
                 _print_state(obs, info)
                 continue
             obs, reward, terminated, truncated, info = env.step(action)
-            total += float(reward)
-            _print_state(obs, info, float(reward))
+            total, steps = total + float(reward), steps + 1
+            _print_state(obs, info, float(reward), f"step {steps}/{limit or '-'}")
             if terminated or truncated:
                 why = "terminated" if terminated else "step limit reached"
                 print(
@@ -195,7 +216,11 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of ``agent-gym``."""
-    parser = argparse.ArgumentParser(prog="agent-gym", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        prog="agent-gym",
+        description="List, play, prepare, evaluate and serve agent-gym's environments.",
+        formatter_class=HelpFormatter,
+    )
     parser.add_argument("--version", action="version", version=agent_gym.__version__)
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -208,34 +233,44 @@ def build_parser() -> argparse.ArgumentParser:
             help="constructor keyword for the env, e.g. split=valid_unseen",
         )
 
-    p = sub.add_parser("list", help="registered environments")
+    def sub_parser(name: str, help: str) -> argparse.ArgumentParser:
+        return sub.add_parser(name, help=help, description=help, formatter_class=HelpFormatter)
+
+    p = sub_parser("list", "registered environments")
     p.set_defaults(func=cmd_list)
-    p = sub.add_parser("play", help="play an environment in the terminal")
+    p = sub_parser("play", "play an environment in the terminal")
     p.add_argument("env", help="env id or short name (alfworld, webshop, hotpotqa, papersearch)")
-    p.add_argument("--seed", type=int, default=None)
+    p.add_argument("--seed", type=int, default=None, help="reset seed (default: a random task)")
     env_args(p)
     p.set_defaults(func=cmd_play)
-    p = sub.add_parser("prepare", help="build and cache an env's default data")
+    p = sub_parser("prepare", "build and cache an env's default data")
     p.add_argument("env", help="env id, short name, or 'all'")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     env_args(p)
     p.set_defaults(func=cmd_prepare)
-    p = sub.add_parser("evaluate", help="scripted-expert or random-agent evaluation table")
-    p.add_argument("--env", default="all")
-    p.add_argument("--agent", choices=("expert", "random"), default="expert")
-    p.add_argument("--episodes", type=int, default=10)
+    p = sub_parser("evaluate", "scripted-expert or random-agent evaluation table")
+    p.add_argument("--env", default="all", help="env id, short name, or 'all'")
+    p.add_argument(
+        "--agent",
+        choices=("expert", "random"),
+        default="expert",
+        help="the env's scripted expert, or uniform over the admissible commands",
+    )
+    p.add_argument(
+        "--episodes", type=int, default=10, help="episodes per env (seeds seed, seed+1, ...)"
+    )
     p.add_argument("--split", default=None, help="data split (default: each env's default)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="first reset seed, and the random agent's")
     p.set_defaults(func=cmd_evaluate)
-    p = sub.add_parser("serve", help="serve WebShop's pages over HTTP on loopback")
+    p = sub_parser("serve", "serve WebShop's pages over HTTP on loopback")
     p.add_argument("env", help="webshop")
-    p.add_argument("--port", type=int, default=3000)
-    p.add_argument("--host", default="127.0.0.1")
+    p.add_argument("--port", type=int, default=3000, help="port to listen on")
+    p.add_argument("--host", default="127.0.0.1", help="bind address")
     env_args(p)
     p.set_defaults(func=cmd_serve)
-    p = sub.add_parser(
+    p = sub_parser(
         "serve-env",
-        help="serve an env over the OpenEnv protocol (for TRL, other trainers, any language)",
+        "serve an env over the OpenEnv protocol (for TRL, other trainers, any language)",
     )
     p.add_argument("env", help="registered id or short name, or any gym.make id (module:Id too)")
     p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed)")

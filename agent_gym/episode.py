@@ -16,10 +16,6 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-#: Why an episode ended: the env ended the task, the env's step limit, the agent-side step cap,
-#: or (in a rollout) the prompt no longer fitting the context budget.
-END_REASONS = ("terminated", "truncated", "max_steps", "context_limit")
-
 
 @dataclass
 class EpisodeStep:
@@ -61,7 +57,9 @@ class Episode:
         score: ``info["score"]`` after the last step (the benchmark's own score).
         length: Steps taken.
         valid_actions: Steps whose action the env understood.
-        end_reason: One of :data:`END_REASONS` ("" while running).
+        end_reason: Why it ended: ``terminated`` (the env ended the task), ``truncated`` (the
+            env's step limit), ``max_steps`` (the agent-side cap) or ``context_limit`` (in a
+            rollout, the prompt no longer fitting its budget); "" while running.
         steps: Every step, in order (empty where the caller does not keep them).
         traj: Index of the episode in its batch (the env slot in a rollout).
         group: Task-group index in a rollout (members of a group share the task).

@@ -131,18 +131,10 @@ def _plot(args: argparse.Namespace) -> int:
     return 0
 
 
-class _Help(argparse.RawDescriptionHelpFormatter):
-    """Shows an option's default in its help, where it has one."""
-
-    def _get_help_string(self, action: argparse.Action) -> str:
-        text = action.help or ""
-        if action.default not in (None, False, argparse.SUPPRESS) and "%(default)" not in text:
-            text += " (default: %(default)s)"
-        return text
-
-
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser (also used to document the CLI)."""
+    from agent_gym.cli import HelpFormatter as _Help
+
     p = argparse.ArgumentParser(
         prog="algos", description="Train and evaluate LLM agents.", formatter_class=_Help
     )
@@ -185,8 +177,10 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--set", help="config override (repeatable)", **sets)
     e.add_argument("--json", metavar="PATH", help="also write the results as JSON")
     e.set_defaults(func=_eval)
-    sub.add_parser("list", help="algorithms, envs and models").set_defaults(func=_list)
-    pl = sub.add_parser("plot", help="write learning-curve PNGs of a run")
+    sub.add_parser("list", help="algorithms, envs and models", formatter_class=_Help).set_defaults(
+        func=_list
+    )
+    pl = sub.add_parser("plot", help="write learning-curve PNGs of a run", formatter_class=_Help)
     pl.add_argument("run_dir", help="a run directory")
     pl.set_defaults(func=_plot)
     return p

@@ -17,16 +17,16 @@ length and n (:func:`agent_gym.episode.summarize`).
 from __future__ import annotations
 
 import copy
-import json
 from pathlib import Path
 from typing import Any
 
 from agent_gym.episode import Episode, summarize
 from algos.backends.base import SamplingParams
-from algos.config import Config, config_from_dict
+from algos.config import Config
 from algos.envs import env_kwargs, eval_seeds, make_envs, resolve_env
 from algos.metrics import progress_bar
 from algos.rollout import rollout
+from algos.runs import run_config
 
 #: Policies that need no model.
 REFERENCE_AGENTS = ("random", "expert")
@@ -138,33 +138,13 @@ def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> A
             max_batch_size=cfg.rollout.max_batch_size,
         )  # fmt: skip
     if kind == "vllm":
-        from algos.backends.vllm import VLLMBackend
-
-        return VLLMBackend(target or cfg.model.name)
+        return make_backend("vllm", model_name=target or cfg.model.name, seed=cfg.run.seed)
     if kind == "openai":
-        from algos.backends.openai import OpenAIBackend
-
-        return OpenAIBackend(target, model=served_model or cfg.model.name)
+        return make_backend("openai", url=target, model_name=served_model or cfg.model.name)
     raise ValueError(
         f"unknown policy {spec!r}; use random, expert, hf:MODEL, run:RUN_DIR, vllm:MODEL or "
         "openai:URL"
     )
-
-
-def run_config(run_dir: Path) -> Config:
-    """The resolved config a run directory was trained with (``config.json``, plain JSON).
-
-    Raises:
-        FileNotFoundError: ``run_dir`` has no ``config.json``.
-    """
-    path = Path(run_dir) / "config.json"
-    if not path.is_file():
-        raise FileNotFoundError(f"{run_dir} is not a run directory (no config.json)")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except ValueError as exc:
-        raise ValueError(f"{path}: not valid JSON ({exc})") from None
-    return config_from_dict(data)
 
 
 def with_env(cfg: Config, env_id: str | None, split: str | None) -> Config:

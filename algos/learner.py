@@ -242,6 +242,8 @@ class Learner:
                 break
             loss.backward()
         metrics = dict(acc)
+        if train_actor and not active:
+            metrics["pg_loss"] = 0.0  # every row's loss is exactly 0
         if len(active) < len(mb):
             metrics["rows_skipped"] = float(len(mb) - len(active))
             _zero_missing_grads(self.model)  # an all-zero step is still a step for AdamW

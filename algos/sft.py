@@ -91,7 +91,7 @@ def mean_nll(model: Any, demos: list[Demo], pad_id: int, device: Any, micro: int
 def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
     """Clone the expert per ``cfg`` into a new run directory (or ``run_dir``); return it."""
     from algos.envs import check_envs
-    from algos.trainer import new_run_dir
+    from algos.runs import new_run_dir
 
     cfg = copy.deepcopy(cfg)
     if cfg.model.init == "sft":  # the pipeline's RL config: this stage starts from the model
@@ -99,7 +99,7 @@ def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
     check_split(cfg)
     check_envs(cfg)
     if run_dir is None:
-        run_dir = new_run_dir(_named(cfg))
+        run_dir = new_run_dir(cfg, "sft")
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(dumps(cfg))
@@ -108,7 +108,7 @@ def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
 
 def resume_sft(run_dir: Path, *, log: Any = print) -> Path:
     """Continue the SFT run in ``run_dir`` after its last complete epoch."""
-    from algos.eval import run_config
+    from algos.runs import run_config
 
     return _run(run_config(run_dir), Path(run_dir), log, resume=True)
 
@@ -119,20 +119,11 @@ def finished(run_dir: Path) -> bool:
     return path.is_file() and json.loads(path.read_text()).get("finished", False)
 
 
-def _named(cfg: Config) -> Config:
-    cfg = copy.deepcopy(cfg)
-    if not cfg.run.name:
-        cfg.run.name = "{}-sft-{}".format(
-            cfg.env.id.split("/")[-1].split(":")[-1], time.strftime("%Y%m%d-%H%M%S")
-        )
-    return cfg
-
-
 def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
     from algos.checkpoint import restore_latest, save_checkpoint
     from algos.metrics import MetricsLogger
     from algos.policy import build_models
-    from algos.trainer import seed_everything
+    from algos.runs import seed_everything
 
     s = cfg.sft
     build_cfg = copy.deepcopy(cfg)

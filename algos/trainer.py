@@ -13,14 +13,11 @@ directory is created only after that. Iterations are numbered 1..N everywhere (c
 
 from __future__ import annotations
 
-import json
-import random
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import torch
 
 from algos.algorithms import advantages, get_algorithm
@@ -32,13 +29,7 @@ from algos.envs import check_envs, iteration_seeds, make_envs
 from algos.learner import Learner
 from algos.metrics import MetricsLogger
 from algos.rollout import RolloutResult, rollout
-
-
-def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch's global generators."""
-    random.seed(seed)
-    np.random.seed(seed)
-    torch.manual_seed(seed)
+from algos.runs import new_run_dir, read_json, run_config, seed_everything, write_json
 
 
 @dataclass
@@ -118,16 +109,6 @@ def build_session(
     return Session(cfg, run_dir, learner, backend, venv, done)
 
 
-def new_run_dir(cfg: Config) -> Path:
-    """``out_dir/name`` (default ``<env>-<algo>-<YYYYmmdd-HHMMSS>``), created."""
-    name = cfg.run.name or "{}-{}-{}".format(
-        cfg.env.id.split("/")[-1].split(":")[-1], cfg.algo.name, time.strftime("%Y%m%d-%H%M%S")
-    )
-    path = Path(cfg.run.out_dir) / name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
 def prepare_batch(
     ro: RolloutResult, learner: Learner, cfg: Config
 ) -> tuple[StepBatch, torch.Tensor, torch.Tensor, dict[str, float]]:
@@ -184,6 +165,7 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
         progress=cfg.run.progress,
     )
     metrics: dict[str, Any] = {f"rollout/{k}": v for k, v in ro.summary().items()}
+    metrics["rollout/episodes"] = len(ro.episodes)
     metrics["rollout/step_rows"] = len(ro)
     metrics["rollout/trimmed_prompts"] = ro.trimmed_prompts
     metrics["rollout/response_length"] = ro.response_tokens / max(len(ro), 1)
@@ -242,8 +224,6 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
     Raises:
         FileNotFoundError: Not a run directory, or no loadable checkpoint in it.
     """
-    from algos.eval import run_config
-
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
     if iterations is not None:
@@ -275,14 +255,14 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
         resume = bool(list((run_dir / "checkpoints").glob("iter_*")))  # killed before RL: start it
     s = build_session(cfg, run_dir, resume=resume, log=log)
     finished = s.done >= cfg.run.iterations
-    if finished and (not cfg.run.eval_episodes or "after" in _read_eval(s.run_dir)):
+    if finished and (not cfg.run.eval_episodes or "after" in read_json(s.run_dir / "eval.json")):
         log(f"{s.run_dir}: already finished ({s.done}/{cfg.run.iterations} iterations)")
         s.close()
         return s.run_dir
     logger = MetricsLogger(
         s.run_dir, loggers=cfg.run.loggers, config=cfg.to_dict(), resume_from=s.done
     )
-    summary: dict[str, Any] = _read_eval(s.run_dir)
+    summary: dict[str, Any] = read_json(s.run_dir / "eval.json")
     try:
         if cfg.run.eval_episodes and "before" not in summary:
             summary.update(_baselines(cfg, log))
@@ -290,7 +270,7 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
                 cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress
             )
             log(f"eval before training: {summary['before']['line']}")
-            _write_eval(s.run_dir, summary)
+            write_json(s.run_dir / "eval.json", summary)
         for it in range(s.done + 1, cfg.run.iterations + 1):
             metrics, episodes = run_iteration(s, it)
             logger.log(it, metrics)
@@ -309,7 +289,7 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
                 cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress
             )
             log(f"eval after training: {summary['after']['line']}")
-            _write_eval(s.run_dir, summary)
+            write_json(s.run_dir / "eval.json", summary)
             logger.log_eval(summary)
             log(_eval_table(summary))
     finally:
@@ -343,20 +323,6 @@ def _eval_table(summary: dict[str, Any]) -> str:
     rows = [(names[k], summary[k]) for k in names if k in summary]
     n = summary["after"]["episodes"]
     return f"held-out evaluation ({n} episodes, the same tasks for every row):\n" + table(rows)
-
-
-def _read_eval(run_dir: Path) -> dict[str, Any]:
-    path = run_dir / "eval.json"
-    try:
-        return json.loads(path.read_text()) if path.is_file() else {}
-    except ValueError:
-        return {}
-
-
-def _write_eval(run_dir: Path, summary: dict[str, Any]) -> None:
-    from agent_gym.paths import atomic_write_text
-
-    atomic_write_text(run_dir / "eval.json", json.dumps(summary, indent=2))
 
 
 def _backend_rng(backend: Any) -> dict[str, torch.Tensor]:

@@ -69,3 +69,38 @@ def test_evaluate_expert_prints_a_table() -> None:
     for env_id in agent_gym.ENV_IDS:
         assert env_id.split("/")[-1] in out.stdout
     assert "95%" in out.stdout
+
+
+def test_play_skips_empty_lines_marks_invalid_actions_and_counts_steps() -> None:
+    out = _cli("play", "alfworld", "--seed", "0", stdin="\n\nlook\ngo to nowhere\nquit\n")
+    assert out.returncode == 0, out.stderr
+    assert "step 1/50]" in out.stdout and "step 2/50]" in out.stdout  # the empty lines: no step
+    assert "step 3/50]" not in out.stdout
+    assert out.stdout.count("INVALID action") == 1  # "go to nowhere"; "look" is valid
+
+
+def _options(parser):
+    import argparse
+
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                yield from _options(sub)
+        elif not isinstance(action, (argparse._HelpAction, argparse._VersionAction)):
+            yield parser.prog, action
+
+
+@pytest.mark.parametrize("module", ["agent_gym.cli", "algos.cli"])
+def test_every_option_has_help_and_shows_its_default(module) -> None:
+    import importlib
+
+    parser = importlib.import_module(module).build_parser()
+    for prog, action in _options(parser):
+        assert action.help, f"{prog} {action.dest} has no help text"
+    if module == "agent_gym.cli":
+        out = _cli("evaluate", "--help")
+        assert "(default: expert)" in out.stdout and "(default: 0)" in out.stdout
+    top = subprocess.run(
+        [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120
+    )
+    assert top.returncode == 0 and "``" not in top.stdout

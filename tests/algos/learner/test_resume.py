@@ -122,14 +122,14 @@ def test_a_killed_checkpoint_write_keeps_the_previous_one(keypad_overrides, tmp_
         import safetensors.torch
         from algos import checkpoint
         from algos.trainer import build_session
-        from algos.eval import run_config
+        from algos.runs import run_config
 
         real = safetensors.torch.save_file
         def save_then_die(tensors, path, *a, **k):
             real(tensors, path, *a, **k)
             os.kill(os.getpid(), signal.SIGKILL)  # mid-checkpoint: state.pt not written yet
         safetensors.torch.save_file = save_then_die
-        s = build_session(run_config({str(run)!r}), __import__("pathlib").Path({str(run)!r}))
+        s = build_session(run_config({str(run)!r}), __import__("pathlib").Path({str(run)!r}), resume=True)
         checkpoint.save_checkpoint(s.run_dir, 2, s.learner)
         """
     )

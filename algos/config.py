@@ -240,6 +240,23 @@ class SftConfig:
 
 
 @dataclass
+class DistConfig:
+    """Data-parallel training across ranks started by ``torchrun`` (docs/scaling.md).
+
+    Read only when the launcher sets ``WORLD_SIZE > 1``; a single process ignores it.
+    """
+
+    strategy: Literal["ddp", "fsdp"] = "ddp"
+    """``ddp`` (a full copy per rank, gradients all-reduced) or ``fsdp`` (FSDP2: sharded)."""
+    backend: Literal["auto", "gloo", "nccl"] = "auto"
+    """Process-group backend: ``auto`` is nccl when the model is on CUDA, else gloo."""
+    timeout_s: float = 1800.0
+    """Seconds a collective waits for the other ranks before the job fails (rank-0 evaluation and checkpoint writes must fit)."""
+    vllm_sleep_level: int = 1
+    """vLLM sleep mode during the update (GPU): 0 off, 1 weights to CPU RAM, 2 weights dropped."""
+
+
+@dataclass
 class Config:
     """A full training configuration (one recipe)."""
 
@@ -252,13 +269,14 @@ class Config:
     optim: OptimConfig = field(default_factory=OptimConfig)
     run: RunConfig = field(default_factory=RunConfig)
     sft: SftConfig = field(default_factory=SftConfig)
+    dist: DistConfig = field(default_factory=DistConfig)
 
     def to_dict(self) -> dict[str, Any]:
         """Plain nested dict (the resolved config written next to a run)."""
         return dataclasses.asdict(self)
 
 
-SECTIONS = ("env", "model", "rollout", "algo", "optim", "run", "sft")
+SECTIONS = ("env", "model", "rollout", "algo", "optim", "run", "sft", "dist")
 #: ``--set NAME=value`` shortcuts for a section's main field.
 SHORTCUTS = {"model": "model.name", "algo": "algo.name", "env": "env.id"}
 LOGGERS = ("tensorboard", "wandb")
@@ -308,6 +326,8 @@ _BOUNDS: dict[str, tuple[Any, Any]] = {
     "sft.epochs": (1, None),
     "sft.lr": (">0", None),
     "sft.mini_batch_size": (1, None),
+    "dist.timeout_s": (">0", None),
+    "dist.vllm_sleep_level": (0, 2),
 }
 
 _DEVICE = re.compile(r"^(auto|cpu|cuda(:\d+)?|mps)$")

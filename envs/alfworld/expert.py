@@ -7,9 +7,9 @@ closed), treat it at the sink basin / microwave / fridge if the task says so, an
 receptacle of the goal type (twice, into the same one, for pick-two); or, for look-at-in-light,
 fetch the object and switch on a lamp of the goal type where it stands. This module reads the
 current PDDL facts (where each object is, which receptacles are open, what the agent holds,
-which objects are clean/hot/cool, which lamps were switched on), tries every choice of objects,
-goal receptacle and tool, and keeps the plan with the fewest commands. That takes
-milliseconds.
+which objects are clean/hot/cool, which lamps were switched on), tries every choice of objects
+(the cheapest few to reach), goal receptacle and lamp, and keeps the plan with the fewest
+commands. That takes milliseconds.
 
 The result is checked, not trusted: the env takes a plan's first command only if it is
 admissible, and otherwise (or when :func:`plan` returns ``None``) asks fast-downward.

@@ -110,13 +110,24 @@ def pddl_fault(text: str) -> str | None:
 
 
 def load_error(path: str | Path, err: BaseException) -> GameFileError:
-    """The error to raise when TextWorld fails to load or reset the game in ``path``."""
-    module = type(err).__module__
-    if module.startswith("tatsu"):
-        part = "its grammar does not parse"
-    elif module.startswith("fast_downward") or isinstance(err, (AssertionError, KeyError)):
-        part = "its PDDL (pddl_domain + pddl_problem) does not translate"
-    else:
-        part = "TextWorld cannot load it"
+    """The error to raise when TextWorld fails to load or reset the game in ``path``.
+
+    The part named is the one whose code raised, innermost first: fast-downward's translator
+    or TextWorld's ``PddlState`` (the PDDL), TatSu or TextWorld's grammar code (the grammar).
+    """
+    part = "TextWorld cannot load it"
+    frames = []
+    tb = err.__traceback__
+    while tb is not None:
+        code = tb.tb_frame.f_code
+        frames.append((code.co_filename.replace("\\", "/"), getattr(code, "co_qualname", "")))
+        tb = tb.tb_next
+    for filename, qualname in reversed(frames):  # innermost first
+        if "/fast_downward/" in filename or qualname.startswith("PddlState."):
+            part = "its PDDL (pddl_domain + pddl_problem) does not translate"
+            break
+        if "/tatsu/" in filename or "/textgen/" in filename or qualname.startswith("GameLogic."):
+            part = "its grammar does not parse"
+            break
     detail = str(err).strip().splitlines()[0][:200] if str(err).strip() else ""
     return GameFileError(f"{path}: {part} ({type(err).__name__}{': ' + detail if detail else ''})")

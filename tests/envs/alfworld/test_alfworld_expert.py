@@ -87,6 +87,39 @@ def test_parse_goal_reads_goal_library_clauses() -> None:
     assert expert.parse_goal("pick_and_place_with_movable_recep", two) is None
 
 
+def test_world_reads_textworld_facts() -> None:
+    from textworld.logic import Proposition, Variable
+
+    def fact(name: str, *args: tuple[str, str]) -> Proposition:
+        return Proposition(name, [Variable(n, t) for n, t in args])
+
+    agent, loc = ("agent1", "agent"), ("loc_2", "location")
+    fridge, mug = ("fridge_a", "receptacle"), ("mug_a", "object")
+    world = expert.World.from_facts(
+        [
+            fact("atlocation", agent, loc),
+            fact("receptacleatlocation", fridge, loc),
+            fact("receptacletype", fridge, ("fridgetype", "rtype")),
+            fact("openable", fridge),
+            fact("opened", fridge),
+            fact("holds", agent, mug),
+            fact("objecttype", mug, ("mugtype", "otype")),
+            fact("iscool", mug),
+            fact("cancontain", ("fridgetype", "rtype"), ("mugtype", "otype")),
+        ]
+    )
+    assert (world.at, world.held, world.opened, world.marks) == (
+        "loc_2",
+        "mug_a",
+        {"fridge_a"},
+        {"iscool": {"mug_a"}},
+    )
+    assert world.receptacles_of("fridgetype") == ["fridge_a"] and world.objects_of("mugtype") == [
+        "mug_a"
+    ]
+    assert ("fridgetype", "mugtype") in world.can_contain and world.has("iscool", "mug_a")
+
+
 def test_heat_task_stows_the_held_object_then_takes_the_nearest_mug() -> None:
     # mug 2 (countertop, open) costs 1 take; mug 1 needs go + open + take, so mug 2 wins; the
     # apple goes onto the countertop on the way (the fridge would need opening first).

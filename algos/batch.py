@@ -115,6 +115,9 @@ class StepBatch:
     """(B, L) float: reference-policy log-prob of each response token."""
     values: torch.Tensor | None = None
     """(B, L) float: critic values; ``values[:, 0]`` is V(s_t) at the step boundary."""
+    trunk_states: list[torch.Tensor] | None = None
+    """B tensors (T_i, H): hidden states entering the first trainable layer for the row's
+    prompt and response tokens, recorded by the rollout (:mod:`algos.trunk`)."""
 
     def __post_init__(self) -> None:
         ids = torch.as_tensor(self.response_ids)
@@ -154,6 +157,10 @@ class StepBatch:
                     _tensor(t, name, (b, l_), t.dtype if t.is_floating_point() else torch.float32),
                 )
         self._check_prompts(b)
+        if self.trunk_states is not None and len(self.trunk_states) != b:
+            raise ValueError(
+                f"StepBatch.trunk_states: expected {b} tensors, got {len(self.trunk_states)}"
+            )
 
     def _check_prompts(self, b: int) -> None:
         if self.prompt_ids is None:
@@ -280,7 +287,9 @@ class StepBatch:
                     )
                 out[f.name] = None
                 continue
-            if isinstance(vals[0], np.ndarray):
+            if isinstance(vals[0], list):
+                out[f.name] = [t for v in vals for t in v]
+            elif isinstance(vals[0], np.ndarray):
                 out[f.name] = (
                     np.concatenate([object_array(v) for v in vals])
                     if len({v.dtype.kind for v in vals}) > 1

@@ -6,6 +6,11 @@ step, computed in micro-batches whose gradients accumulate. Every loss term is n
 micro-batch, so 1 x 8 and 4 x 2 micro-batching give the same gradients (docs/algorithms.md, ``agg_loss``).
 Padding rows (``sample_mask=False``) have an all-zero mask and never enter a loss or a count.
 A non-finite loss or gradient norm skips the optimiser step and is counted, never applied.
+
+The same code runs every rank of a data-parallel run (:mod:`algos.global_batch`): the
+shuffle, the mini-batches and their normalisers come from the global batch, each rank forwards
+its own rows of them, and at world size 1 every collective of :class:`~algos.distributed.World`
+is a no-op.
 """
 
 from __future__ import annotations
@@ -19,21 +24,30 @@ import torch
 from algos import losses
 from algos.algorithms import Algorithm
 from algos.batch import StepBatch
+from algos.distributed import World
+from algos.global_batch import GlobalRows
 from algos.metrics import progress_bar
-from algos.packing import mini_batch_counts, pack, prompt_rows, response_width
+from algos.packing import mini_batch_counts, pack, response_width
 from algos.registry import get_policy_loss
+from algos.trunk import top_forward, trunk_depth
 
 
 def response_logits(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
-    """(b, R, V) float32 logits that predict each response token."""
+    """(b, R, V) float32 logits that predict each response token.
+
+    With recorded trunk states in ``inputs`` (:func:`algos.packing.pack`), only the layers
+    above the frozen trunk run (:func:`algos.trunk.top_forward`).
+    """
     width_r = inputs["width_r"]
-    out = model(
-        input_ids=inputs["input_ids"],
-        attention_mask=inputs["attention_mask"],
-        position_ids=inputs["position_ids"],
-        logits_to_keep=width_r + 1,
-        use_cache=False,
-    )
+    shape = {
+        "attention_mask": inputs["attention_mask"],
+        "position_ids": inputs["position_ids"],
+        "logits_to_keep": width_r + 1,
+    }
+    if "trunk" in inputs:
+        out = top_forward(model, inputs["depth"], inputs["trunk"], **shape)
+    else:
+        out = model(input_ids=inputs["input_ids"], use_cache=False, **shape)
     return out.logits[:, -width_r - 1 : -1].float()
 
 
@@ -66,6 +80,8 @@ class Learner:
         ref_model: Optional frozen reference for the KL term.
         loss_scale_factor: The constant K of ``seq-mean-token-sum-norm`` (Dr.GRPO); the
             trainer passes the response budget. None: each mini-batch's response width.
+        world: The data-parallel world (default: one process); ``model`` and ``critic`` are
+            already wrapped for it (:meth:`~algos.distributed.World.wrap`).
     """
 
     def __init__(
@@ -80,7 +96,9 @@ class Learner:
         critic: Any = None,
         ref_model: Any = None,
         loss_scale_factor: float | None = None,
+        world: World | None = None,
     ) -> None:
+        self.world = world if world is not None else World()
         self.loss_scale_factor = loss_scale_factor
         self.model, self.tokenizer, self.algo = model, tokenizer, algo
         self.acfg, self.ocfg = algo_cfg, optim_cfg
@@ -88,6 +106,8 @@ class Learner:
         self.critic, self.ref_model = critic, ref_model
         #: Skip rows whose loss is exactly zero (see :meth:`_rows_with_gradient`).
         self.skip_zero_advantage = True
+        #: First trainable layer when the trunk below is frozen (None: the full model runs).
+        self.trunk_depth = trunk_depth(model)
         #: The policy loss, looked up in ``algos.POLICY_LOSSES`` (so registered losses work).
         self.policy_loss = get_policy_loss(algo_cfg.policy_loss or algo.loss)
         self._loss_options = self.policy_loss.config_options(algo_cfg)
@@ -113,16 +133,19 @@ class Learner:
         was = module.training
         module.eval()
         try:
-            for start in range(0, len(batch), step):
-                rows = list(range(start, min(start + step, len(batch))))
-                mb = batch.select(rows)
-                inputs = pack(mb, self.tokenizer.pad_token_id, self.device)
+            # Every rank runs as many forwards (an FSDP forward all-gathers weights).
+            for chunk in range(self.world.max_int(math.ceil(len(batch) / step))):
+                rows = list(range(chunk * step, min((chunk + 1) * step, len(batch))))
+                mb = batch.select(rows) if rows else self._filler(batch)
+                depth = self.trunk_depth if what != "values" else None  # the ref shares it
+                inputs = pack(mb, self.tokenizer.pad_token_id, self.device, depth)
                 if what == "values":
                     val = response_values(self.critic, inputs)
                 else:
                     val = token_logp(response_logits(module, inputs), inputs, self.temperature)
                 w = inputs["width_r"]
-                out[rows, :w] = val.float().cpu() * mb.response_mask[:, :w]
+                if rows:
+                    out[rows, :w] = val.float().cpu() * mb.response_mask[:, :w]
         finally:
             module.train(was)
         return out
@@ -138,6 +161,7 @@ class Learner:
         seed: int,
         train_actor: bool = True,
         progress: bool = False,
+        rows: GlobalRows | None = None,
     ) -> dict[str, float]:
         """Run ``ppo_epochs`` over shuffled mini-batches; return mean metrics.
 
@@ -149,11 +173,12 @@ class Learner:
             seed: Seed of the shuffling (so a resumed run shuffles identically).
             train_actor: False during critic warm-up.
             progress: Show a progress bar over optimiser steps.
+            rows: The global batch this rank's ``batch`` is part of, with its advantages
+                (:func:`algos.global_batch.gather_rows`); None: ``batch`` is all of it.
 
         Raises:
             ValueError: A field the update needs is missing, or a shape disagrees.
         """
-        n = len(batch)
         if batch.old_log_prob is None:
             raise ValueError("update: StepBatch.old_log_prob is None (rollout or score('logp'))")
         if tuple(advantages.shape) != tuple(batch.response_mask.shape):
@@ -163,6 +188,8 @@ class Learner:
             )
         if self.critic is not None and (returns is None or batch.values is None):
             raise ValueError("update: a critic needs returns and StepBatch.values")
+        rows = rows if rows is not None else GlobalRows.single(batch, advantages)
+        n = len(rows)
         mini = self.ocfg.mini_batch_size or n
         gen = torch.Generator().manual_seed(seed)
         sums: dict[str, float] = {}
@@ -170,19 +197,14 @@ class Learner:
         steps = self.ocfg.ppo_epochs * math.ceil(n / mini)
         bar = progress_bar(progress, "update (optimizer steps)", total=steps)
         t0, tokens = time.perf_counter(), 0
-        prompts = prompt_rows(batch)
-        resp_len = (batch.response_mask != 0).sum(-1).tolist()
         for _ in range(self.ocfg.ppo_epochs):
             perm = torch.randperm(n, generator=gen).tolist()
             for start in range(0, n, mini):
-                rows = perm[start : start + mini]
+                chosen = perm[start : start + mini]
                 metrics = self._mini_batch_step(
-                    batch.select(rows),
-                    advantages[rows],
-                    returns[rows] if returns is not None else None,
-                    train_actor,
+                    batch, advantages, returns, train_actor, rows=rows, chosen=chosen
                 )
-                tokens += sum(len(prompts[i]) + resp_len[i] for i in rows)
+                tokens += rows.tokens(chosen)
                 for k, v in metrics.items():
                     if v is not None and math.isfinite(v):
                         sums[k] = sums.get(k, 0.0) + v
@@ -201,13 +223,23 @@ class Learner:
 
     def _mini_batch_step(
         self,
-        mb: StepBatch,
+        batch: StepBatch,
         advantages: torch.Tensor,
         returns: torch.Tensor | None,
         train_actor: bool,
+        *,
+        rows: GlobalRows | None = None,
+        chosen: list[int] | None = None,
     ) -> dict[str, float]:
-        """One optimiser step on mini-batch ``mb``, accumulated over micro-batches."""
+        """One optimiser step on the global rows ``chosen``, accumulated over micro-batches.
+
+        ``batch``, ``advantages`` and ``returns`` are this rank's rows; without ``rows`` they
+        are the whole mini-batch.
+        """
+        if rows is None:
+            rows, chosen = GlobalRows.single(batch, advantages), list(range(len(batch)))
         micro = max(self.ocfg.micro_batch_size, 1)
+        mb = rows.batch.select(chosen)  # the global mini-batch: its normalisers
         # Mini-batch normalisers, shared by every micro-batch (exact accumulation).
         k = self.loss_scale_factor or float(response_width(mb))
         norm = {**mini_batch_counts(mb.response_mask), "loss_scale_factor": k}
@@ -219,33 +251,39 @@ class Learner:
             self.critic_optimizer.zero_grad(set_to_none=True)
         acc: dict[str, float] = {}
         finite = True
-        active = self._rows_with_gradient(mb, advantages, train_actor)
-        for start in range(0, len(active), micro):
-            rows = active[start : start + micro]
-            part = mb.select(rows)
-            if part.response_mask.sum() == 0:
-                continue  # only padding rows: nothing to learn, no forward pass
-            inputs = pack(part, self.tokenizer.pad_token_id, self.device)
+        keep = self._rows_with_gradient(mb, rows.advantages[chosen], train_actor)
+        has_tokens = (mb.response_mask != 0).any(-1).tolist()  # padding rows: no forward pass
+        active = [chosen[j] for j in keep if has_tokens[j]]
+        parts = rows.micro_batches(active, micro)
+        trained = ([self.model] if train_actor else []) + ([self.critic] if self.critic else [])
+        for j, local in enumerate(parts):
+            # An empty part (another rank has more rows here) is a zero-weight pass.
+            part = batch.select(local) if local else self._filler(batch)
+            adv = advantages[local] if local else torch.zeros(1, 1)
+            inputs = pack(part, self.tokenizer.pad_token_id, self.device, self.trunk_depth)
             w = inputs["width_r"]
             loss = torch.zeros((), device=self.device)
             weight = part.response_mask.sum().item() / max(norm["batch_num_tokens"], 1.0)
             if train_actor:
-                terms = self._actor_loss(part, advantages[rows, :w], inputs, norm)
+                terms = self._actor_loss(part, adv[:, :w], inputs, norm)
                 loss = loss + terms.pop("loss")
                 _accumulate(acc, terms, weight)
             if self.critic is not None:
-                vloss, vmetrics = self._critic_loss(part, returns[rows, :w], inputs, vnorm)
+                ret = returns[local] if local else torch.zeros(1, 1)
+                vloss, vmetrics = self._critic_loss(part, ret[:, :w], inputs, vnorm)
                 loss = loss + self.acfg.value_coef * vloss
                 _accumulate(acc, vmetrics, weight)
-            if not torch.isfinite(loss):
-                finite = False
-                break
-            loss.backward()
+            # No early exit on a non-finite loss: the ranks' backward passes must pair up. Its
+            # gradients are dropped below.
+            finite = finite and bool(torch.isfinite(loss))
+            with self.world.grad_sync(trained, enabled=j == len(parts) - 1):
+                self.world.scale_loss(loss).backward()
+        acc, finite = self.world.reduce_metrics(acc, finite)
         metrics = dict(acc)
         if train_actor and not active:
             metrics["pg_loss"] = 0.0  # every row's loss is exactly 0
-        if len(active) < len(mb):
-            metrics["rows_skipped"] = float(len(mb) - len(active))
+        if len(keep) < len(mb):
+            metrics["rows_skipped"] = float(len(mb) - len(keep))
             _zero_missing_grads(self.model)  # an all-zero step is still a step for AdamW
         if finite and train_actor:
             gn = torch.nn.utils.clip_grad_norm_(
@@ -291,6 +329,29 @@ class Learner:
             return rows
         nonzero = (advantages != 0).any(dim=-1).tolist()
         return [i for i in rows if nonzero[i]]
+
+    def _filler(self, like: StepBatch) -> StepBatch:
+        """One empty row (one pad token, no response token) with ``like``'s optional fields.
+
+        A rank with fewer rows than another runs it in place of a micro-batch, so that the
+        ranks' forward/backward passes (and the collectives inside them) pair up; its loss is
+        exactly 0 and so are its gradients.
+        """
+        zeros = torch.zeros((1, 1))
+        pad = self.tokenizer.pad_token_id
+        return StepBatch(
+            prompt_ids=[torch.tensor([pad], dtype=torch.long)],
+            response_ids=torch.full((1, 1), pad, dtype=torch.long),
+            response_mask=zeros,
+            step_reward=torch.zeros(1),
+            index=[None],
+            traj_uid=[None],
+            step_index=[0],
+            sample_mask=[False],
+            old_log_prob=zeros,
+            ref_log_prob=zeros if like.ref_log_prob is not None else None,
+            values=zeros if like.values is not None else None,
+        )
 
     def _actor_loss(
         self,

@@ -48,12 +48,16 @@ def prompt_rows(batch: StepBatch) -> list[torch.Tensor]:
     return [ids[m != 0] for ids, m in zip(batch.prompt_ids, mask)]
 
 
-def pack(batch: StepBatch, pad_id: int, device: Any) -> dict[str, Any]:
+def pack(batch: StepBatch, pad_id: int, device: Any, depth: int | None = None) -> dict[str, Any]:
     """Model inputs ``[left-padded prompt | right-padded response]`` and their positions.
 
     Response token j sits at column ``P + j`` and is predicted by column ``P + j - 1``, so the
     logits of the last ``R + 1`` columns (minus the very last) score the response. ``R`` is
     :func:`response_width` of the batch: columns past every row's last real token are cut.
+
+    With ``depth`` and the batch's ``trunk_states``, ``"trunk"`` holds those states laid out
+    the same way (zeros where a column is padding or has no state: a row's last response
+    token, which predicts nothing), for :func:`algos.trunk.top_forward`.
     """
     prompt_ids, prompt_attn = left_pad(prompt_rows(batch), pad_id)
     width_r = response_width(batch)
@@ -62,12 +66,27 @@ def pack(batch: StepBatch, pad_id: int, device: Any) -> dict[str, Any]:
     ids = torch.cat([prompt_ids, resp_ids], dim=1)
     attn = torch.cat([prompt_attn, resp_mask.long()], dim=1)
     pos = (attn.cumsum(-1) - 1).clamp(min=0)
-    return {
+    out = {
         "input_ids": ids.to(device),
         "attention_mask": attn.to(device),
         "position_ids": pos.to(device),
         "width_r": width_r,
     }
+    if depth is not None and batch.trunk_states is not None:
+        out["depth"] = depth
+        out["trunk"] = _trunk_layout(batch, prompt_ids.shape[1], width_r).to(device)
+    return out
+
+
+def _trunk_layout(batch: StepBatch, width_p: int, width_r: int) -> torch.Tensor:
+    states = batch.trunk_states
+    hidden = states[0].shape[-1]
+    out = torch.zeros(len(states), width_p + width_r, hidden, dtype=states[0].dtype)
+    for i, (p, t) in enumerate(zip(prompt_rows(batch), states)):
+        start = width_p - len(p)
+        n = min(t.shape[0], width_p + width_r - start)
+        out[i, start : start + n] = t[:n]
+    return out
 
 
 def mini_batch_counts(mask: torch.Tensor) -> dict[str, float]:

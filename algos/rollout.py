@@ -76,7 +76,7 @@ class _Rows:
             k: []
             for k in (
                 "prompt", "response", "logprobs", "reward", "group", "traj", "step", "anchor",
-                "valid", "terminated", "truncated", "end_reason",
+                "valid", "terminated", "truncated", "end_reason", "trunk",
             )
         }  # fmt: skip
         self.last_row: dict[int, int] = {}
@@ -93,7 +93,7 @@ class _Rows:
         self.last_row[i] = len(self.cols["response"])
         values = (
             ids, list(gen.token_ids), gen.logprobs, float(reward), ep.group, i, step, anchor,
-            valid, False, False, "",
+            valid, False, False, "", gen.extra.get("trunk"),
         )  # fmt: skip
         for col, value in zip(self.cols.values(), values):
             col.append(value)
@@ -145,6 +145,7 @@ class _Rows:
             terminated=c["terminated"],
             truncated=c["truncated"],
             end_reason=object_array(c["end_reason"]),
+            trunk_states=c["trunk"] if all(t is not None for t in c["trunk"]) else None,
         )
 
 

@@ -31,6 +31,7 @@ from algos.demos import Demo, check_split, load_or_make_demos
 from algos.learner import response_logits, token_logp
 from algos.metrics import progress_bar
 from algos.packing import pack
+from algos.trunk import trunk_depth, trunk_states
 
 
 @dataclass
@@ -63,12 +64,39 @@ def rows(demos: list[Demo], pad_id: int) -> StepBatch:
     )
 
 
-def token_nll(model: Any, batch: StepBatch, pad_id: int, device: Any) -> tuple[torch.Tensor, int]:
+def token_nll(
+    model: Any, batch: StepBatch, pad_id: int, device: Any, depth: int | None = None
+) -> tuple[torch.Tensor, int]:
     """``(sum of the response tokens' NLL, number of response tokens)`` of a batch."""
-    inputs = pack(batch, pad_id, device)
+    inputs = pack(batch, pad_id, device, depth)
     logp = token_logp(response_logits(model, inputs), inputs, 1.0)
     mask = batch.response_mask[:, : inputs["width_r"]].to(device)
     return -(logp * mask).sum(), int(mask.sum().item())
+
+
+@torch.no_grad()
+def with_trunk_states(
+    model: Any, batch: StepBatch, pad_id: int, device: Any, micro: int
+) -> StepBatch:
+    """``batch`` with the frozen trunk's output recorded per row (one forward of the trunk).
+
+    Every epoch then runs only the trainable top layers (:mod:`algos.trunk`); a model whose
+    trunk is not frozen gets the batch back unchanged.
+    """
+    depth = trunk_depth(model)
+    if depth is None:
+        return batch
+    states: list[torch.Tensor] = []
+    for start in range(0, len(batch), micro):
+        part = batch.select(list(range(start, min(start + micro, len(batch)))))
+        inputs = pack(part, pad_id, device)
+        out = trunk_states(model, depth, inputs).cpu()
+        width_p = inputs["input_ids"].shape[1] - inputs["width_r"]
+        lengths = (part.response_mask != 0).sum(-1).tolist()
+        for i, p in enumerate(part.prompt_ids):
+            states.append(out[i, width_p - len(p) : width_p + lengths[i] - 1].clone())
+    batch.trunk_states = states
+    return batch
 
 
 @torch.no_grad()
@@ -81,7 +109,8 @@ def mean_nll(model: Any, demos: list[Demo], pad_id: int, device: Any, micro: int
     total, count = 0.0, 0
     try:
         for start in range(0, len(demos), micro):
-            nll, n = token_nll(model, rows(demos[start : start + micro], pad_id), pad_id, device)
+            part = rows(demos[start : start + micro], pad_id)
+            nll, n = token_nll(model, part, pad_id, device)
             total, count = total + float(nll), count + n
     finally:
         model.train(was)
@@ -153,9 +182,14 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
         summary["val_nll_before"] = mean_nll(model, val, pad, device, micro)
         log(f"sft: held-out demonstration NLL before: {summary['val_nll_before']:.3f} per token")
     try:
+        t0 = time.perf_counter()
+        train_rows = with_trunk_states(model, rows(train, pad), pad, device, micro)
+        if train_rows.trunk_states is not None:
+            log(f"sft: recorded the frozen trunk's output of {len(train_rows)} steps in "
+                f"{time.perf_counter() - t0:.1f} s; epochs run the top layers only")  # fmt: skip
         for epoch in range(done + 1, s.epochs + 1):
             t0 = time.perf_counter()
-            loss, tokens = _epoch(cloner, rows(train, pad), pad, s, micro, cfg.run.seed + epoch,
+            loss, tokens = _epoch(cloner, train_rows, pad, s, micro, cfg.run.seed + epoch,
                                   progress=cfg.run.progress)  # fmt: skip
             metrics = {
                 "sft/loss": loss,
@@ -190,7 +224,7 @@ def _epoch(
         c.optimizer.zero_grad(set_to_none=True)
         for m in range(0, len(mb), micro):
             part = mb.select(list(range(m, min(m + micro, len(mb)))))
-            nll, count = token_nll(c.model, part, pad, c.device)
+            nll, count = token_nll(c.model, part, pad, c.device, trunk_depth(c.model))
             (nll / tokens).backward()  # the mini-batch's token mean, accumulated exactly
             total_nll += nll.item()
             total_tokens += count

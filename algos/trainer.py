@@ -9,12 +9,15 @@ Everything that can fail on bad input is checked before the expensive work: the 
 it loads, then one env of each kind (:func:`algos.envs.check_envs`), then the model; the run
 directory is created only after that. Iterations are numbered 1..N everywhere (console, plots,
 ``metrics.jsonl``, ``checkpoints/iter_00000N``); evaluation "before" is iteration 0.
+
+Under ``torchrun`` every rank runs this same loop on its share of the task groups
+(:mod:`algos.global_batch`); rank 0 alone evaluates, logs and writes files.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +28,9 @@ from algos.backends.base import SamplingParams
 from algos.batch import StepBatch
 from algos.checkpoint import restore_latest, save_checkpoint
 from algos.config import Config, dumps
+from algos.distributed import World, check_world, init_world, launcher_world_size
 from algos.envs import check_envs, iteration_seeds, make_envs
+from algos.global_batch import GlobalRows, gather_rollout, gather_rows
 from algos.learner import Learner
 from algos.metrics import MetricsLogger
 from algos.rollout import RolloutResult, rollout
@@ -43,6 +48,8 @@ class Session:
     venv: Any
     done: int = 0
     """Iterations completed (the next one is ``done + 1``)."""
+    world: World = field(default_factory=World)
+    """This process's rank of a data-parallel run (one process by default)."""
 
     def close(self) -> None:
         """Close the envs and the backend's engine."""
@@ -66,12 +73,24 @@ def build_session(
     from algos.backends import make_backend
     from algos.policy import build_models
 
+    world = init_world(cfg)
+    if not world.is_main:
+        log, cfg.run.progress = _quiet, False  # rank 0 reports
     check_envs(cfg)
     build_cfg = cfg
     if cfg.model.init == "sft":
         build_cfg = copy.deepcopy(cfg)
         build_cfg.model.init = str(Path(run_dir) / "sft")
     models = build_models(build_cfg)
+    backend = make_backend(
+        cfg.rollout.backend,
+        world.rollout_copy(models.model, cfg.rollout.backend),
+        models.tokenizer,
+        seed=world.seed(cfg.run.seed),
+        max_model_len=cfg.rollout.max_prompt_tokens + cfg.rollout.max_new_tokens,
+        max_batch_size=cfg.rollout.max_batch_size,
+    )
+    world.wrap(models)  # DDP or FSDP2 when WORLD_SIZE > 1
     learner = Learner(
         models.model,
         models.tokenizer,
@@ -82,44 +101,42 @@ def build_session(
         critic=models.critic,
         ref_model=models.ref,
         loss_scale_factor=float(cfg.rollout.max_new_tokens),
+        world=world,
     )
-    backend = make_backend(
-        cfg.rollout.backend,
-        models.model,
-        models.tokenizer,
-        seed=cfg.run.seed,
-        max_model_len=cfg.rollout.max_prompt_tokens + cfg.rollout.max_new_tokens,
-        max_batch_size=cfg.rollout.max_batch_size,
-    )
+    if world.size > 1 and hasattr(learner, "trunk_depth"):
+        learner.trunk_depth = None  # its shortcut calls layers directly, past DDP's/FSDP's hooks
     if not backend.returns_logprobs:
         raise ValueError(f"backend {cfg.rollout.backend!r} returns no log-probs; cannot train")
     # Seed only now: loading or converting a model may have drawn from the global RNGs.
     seed_everything(cfg.run.seed)
     done = 0
     if run_dir is None:
-        run_dir = new_run_dir(cfg)
+        run_dir = world.broadcast_object(new_run_dir(cfg) if world.is_main else None)
     if not resume:
-        (run_dir / "config.json").write_text(dumps(cfg))
+        if world.is_main:
+            (run_dir / "config.json").write_text(dumps(cfg))
     else:
         done, extra = restore_latest(run_dir, learner, log)
         if "rollout" in extra and hasattr(backend, "rng_state"):
             backend.rng_state = extra["rollout"]
-        backend.sync_weights(learner.model)
-    venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
-    return Session(cfg, run_dir, learner, backend, venv, done)
+        backend.sync_weights(world.rollout_model(learner.model))
+    lo, hi = world.env_range(cfg.env.num_tasks, cfg.env.group_size)
+    venv = make_envs(cfg, hi - lo)
+    return Session(cfg, run_dir, learner, backend, venv, done, world)
 
 
 def prepare_batch(
     ro: RolloutResult, learner: Learner, cfg: Config
-) -> tuple[StepBatch, torch.Tensor, torch.Tensor, dict[str, float]]:
+) -> tuple[StepBatch, torch.Tensor, torch.Tensor, dict[str, float], GlobalRows]:
     """Fill the rollout's ``StepBatch`` for the update and compute its advantages.
 
     Old log-probs are the rollout's own (or recomputed by the actor with
     ``optim.recompute_old_logp``); reference log-probs and critic values are added when the
-    learner has those models.
+    learner has those models. The estimator runs on the global batch (every rank's rows; at
+    world size 1, ``ro.batch`` itself).
 
     Returns:
-        ``(batch, advantages (B, L), returns (B, L), metrics)``.
+        ``(batch, advantages (B, L), returns (B, L), metrics, global rows)``: this rank's rows.
     """
     batch = ro.batch
     extra: dict[str, float] = {}
@@ -127,20 +144,24 @@ def prepare_batch(
         recomputed = learner.score(batch, "logp")
         if batch.old_log_prob is not None:
             diff = (recomputed - batch.old_log_prob).abs() * batch.response_mask
-            extra["rollout/logp_abs_diff_max"] = float(diff.max())
+            top = float(diff.max()) if diff.numel() else 0.0
+            extra["rollout/logp_abs_diff_max"] = learner.world.reduce([top], "max")[0]
         batch.old_log_prob = recomputed
     if learner.ref_model is not None:
         batch.ref_log_prob = learner.score(batch, "ref")
     if learner.critic is not None:
         batch.values = learner.score(batch, "values")
-    adv, ret = advantages(batch, cfg.algo)
+    rows = gather_rows(learner.world, batch)
+    adv, ret = advantages(rows.batch, cfg.algo)
     adv, ret = adv.float(), ret.float()
-    m = batch.response_mask.bool()
+    rows.advantages = adv
+    m = rows.batch.response_mask.bool()
     extra["actor/advantage_mean"] = float(adv[m].mean()) if m.any() else 0.0
     extra["actor/advantage_abs_mean"] = float(adv[m].abs().mean()) if m.any() else 0.0
-    if batch.values is not None:
-        extra["critic/value_mean"] = float(batch.values[:, 0].mean())
-    return batch, adv, ret, extra
+    if rows.batch.values is not None:
+        extra["critic/value_mean"] = float(rows.batch.values[:, 0].mean())
+    width = batch.response_length
+    return batch, rows.mine(adv, width), rows.mine(ret, width), extra, rows
 
 
 def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]]:
@@ -152,18 +173,20 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
     cfg, learner = s.cfg, s.learner
     r = cfg.rollout
     seeds, groups = iteration_seeds(cfg, iteration - 1)
+    lo, hi = s.world.env_range(cfg.env.num_tasks, cfg.env.group_size)  # this rank's groups
     t0 = time.perf_counter()
     ro = rollout(
         s.venv,
         s.backend,
-        seeds=seeds,
-        groups=groups,
+        seeds=seeds[lo:hi],
+        groups=groups[lo:hi],
         sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
         max_prompt_tokens=r.max_prompt_tokens,
         max_steps=cfg.env.max_steps or None,
         rerender_history=True,
         progress=cfg.run.progress,
     )
+    ro = gather_rollout(s.world, ro, lo)  # this rank's rows, every rank's episodes and counts
     metrics: dict[str, Any] = {f"rollout/{k}": v for k, v in ro.summary().items()}
     metrics["rollout/episodes"] = len(ro.episodes)
     metrics["rollout/step_rows"] = len(ro)
@@ -173,8 +196,11 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
     metrics["time/rollout_s"] = time.perf_counter() - t0
     if ro.batch is None:
         return metrics, ro.episodes
+    sleep = getattr(s.backend, "sleep", None)
+    if sleep is not None:  # vLLM sleep mode: the engine's GPU memory is the learner's meanwhile
+        sleep(cfg.dist.vllm_sleep_level)
     t1 = time.perf_counter()
-    batch, adv, ret, extra = prepare_batch(ro, learner, cfg)
+    batch, adv, ret, extra, rows = prepare_batch(ro, learner, cfg)
     metrics.update(extra)
     metrics["time/prepare_s"] = time.perf_counter() - t1
     t2 = time.perf_counter()
@@ -185,8 +211,9 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
         seed=cfg.run.seed * 1_000_003 + iteration - 1,
         train_actor=iteration > cfg.optim.critic_warmup,
         progress=cfg.run.progress,
+        rows=rows,
     )
-    s.backend.sync_weights(learner.model)
+    s.backend.sync_weights(s.world.rollout_model(learner.model))
     metrics["time/update_s"] = time.perf_counter() - t2
     metrics["perf/update_tokens_per_s"] = upd.pop("update_tokens_per_s")
     for k, v in upd.items():
@@ -203,6 +230,7 @@ def train(cfg: Config, *, log: Any = print) -> Path:
     the evaluation "before" is then the cloned policy, the one RL starts from.
     """
     run_dir = None
+    check_world(cfg, launcher_world_size())
     if cfg.model.init == "sft":
         from algos.demos import check_split
 
@@ -224,11 +252,17 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
     Raises:
         FileNotFoundError: Not a run directory, or no loadable checkpoint in it.
     """
+    from algos.distributed import launcher_rank
+
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
+    check_world(cfg, launcher_world_size())
     if iterations is not None:
         cfg.run.iterations = iterations
-        (run_dir / "config.json").write_text(dumps(cfg))
+        if launcher_rank() == 0:  # the other ranks may be reading it
+            from agent_gym.paths import atomic_write_text
+
+            atomic_write_text(run_dir / "config.json", dumps(cfg))
     return _run(cfg, run_dir, log, resume=True)
 
 
@@ -254,23 +288,27 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
         _sft_stage(cfg, run_dir, log)
         resume = bool(list((run_dir / "checkpoints").glob("iter_*")))  # killed before RL: start it
     s = build_session(cfg, run_dir, resume=resume, log=log)
+    main = s.world.is_main  # rank 0 evaluates, logs and writes; the others wait at barriers
+    if not main:
+        log = _quiet
     finished = s.done >= cfg.run.iterations
     if finished and (not cfg.run.eval_episodes or "after" in read_json(s.run_dir / "eval.json")):
         log(f"{s.run_dir}: already finished ({s.done}/{cfg.run.iterations} iterations)")
         s.close()
-        return s.run_dir
+        return _leave(s)
     logger = MetricsLogger(
-        s.run_dir, loggers=cfg.run.loggers, config=cfg.to_dict(), resume_from=s.done
+        s.run_dir, loggers=cfg.run.loggers, config=cfg.to_dict(), resume_from=s.done, enabled=main
     )
     summary: dict[str, Any] = read_json(s.run_dir / "eval.json")
     try:
-        if cfg.run.eval_episodes and "before" not in summary:
+        if cfg.run.eval_episodes and "before" not in summary and main:
             summary.update(_baselines(cfg, log))
             summary["before"] = evaluate(
                 cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress
             )
             log(f"eval before training: {summary['before']['line']}")
             write_json(s.run_dir / "eval.json", summary)
+        s.world.barrier()
         for it in range(s.done + 1, cfg.run.iterations + 1):
             metrics, episodes = run_iteration(s, it)
             logger.log(it, metrics)
@@ -284,7 +322,7 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
             last = it == cfg.run.iterations
             if last or (cfg.run.save_every and it % cfg.run.save_every == 0):
                 save_checkpoint(s.run_dir, it, s.learner, extra_rng=_backend_rng(s.backend))
-        if cfg.run.eval_episodes:
+        if cfg.run.eval_episodes and main:
             summary["after"] = evaluate(
                 cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress
             )
@@ -295,13 +333,27 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
     finally:
         logger.close()
         s.close()
-    try:
-        from algos.plot import plot_run
+    run_dir = _leave(s)
+    if main:
+        try:
+            from algos.plot import plot_run
 
-        plot_run(s.run_dir)
-    except ImportError:  # pragma: no cover - matplotlib is in the train extra
-        pass
-    return s.run_dir
+            plot_run(run_dir)
+        except ImportError:  # pragma: no cover - matplotlib is in the train extra
+            pass
+    return run_dir
+
+
+def _leave(s: Session) -> Path:
+    """Free the session's models, then leave the process group; return the run directory."""
+    run_dir, world = s.run_dir, s.world
+    s.learner = s.backend = None  # FSDP's hooks hold the process group: free them first
+    world.close()
+    return run_dir
+
+
+def _quiet(*args: Any, **kwargs: Any) -> None:
+    """The ``log`` of ranks > 0 (rank 0 reports for the run)."""
 
 
 def _baselines(cfg: Config, log: Any) -> dict[str, Any]:

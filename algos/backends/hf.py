@@ -56,6 +56,33 @@ def common_prefix(seqs: list[tuple[int, ...]]) -> int:
     return n
 
 
+def _attach_trunk(
+    gens: list[Generation],
+    seen: list[Any],
+    owner: list[int],
+    suffix_lens: list[int],
+    shared: int,
+    steps: list[list[int]],
+) -> None:
+    """Assemble each row's recorded trunk states: shared prefix, own suffix, fed tokens."""
+    import torch
+
+    seen = list(seen)
+    prefix = seen.pop(0)[0] if shared else None  # (shared, H)
+    suffix = seen.pop(0)  # (U, S, H), suffixes right-aligned
+    fed: list[list[Any]] = [[] for _ in gens]
+    for rows, states in zip(steps, seen):  # (alive, 1, H) per decoding forward
+        for j, row in enumerate(rows):
+            fed[row].append(states[j])
+    width = suffix.shape[1]
+    for row, g in enumerate(gens):
+        u = owner[row]
+        parts = [suffix[u, width - suffix_lens[u] :], *fed[row]]
+        if prefix is not None:
+            parts.insert(0, prefix)
+        g.extra["trunk"] = torch.cat(parts, 0).cpu()
+
+
 class HFBackend:
     """Sample with transformers from the learner's own module (no weight copy).
 
@@ -95,6 +122,9 @@ class HFBackend:
         self.prefix_sharing = prefix_sharing
         self._eos = eos_ids(model, tokenizer)
         self._cache_kw: str | None = None
+        #: Record the states entering this decoder layer (:mod:`algos.trunk`) into each
+        #: Generation's ``extra["trunk"]``; None records nothing (evaluation).
+        self.capture_depth: int | None = None
         self._generator = torch.Generator(device=self._device()).manual_seed(seed)
         #: Prompt tokens prefilled and prompt tokens asked for, summed over calls.
         self.prefill_tokens = self.prompt_tokens = 0
@@ -153,6 +183,16 @@ class HFBackend:
     # ---- the shared-prefix path ---------------------------------------------------------------
 
     def _shared(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
+        if self.capture_depth is None:
+            return self._shared_run(prompts, params, None)
+        from algos.trunk import capture
+
+        with capture(self.model, self.capture_depth) as seen:
+            return self._shared_run(prompts, params, seen)
+
+    def _shared_run(
+        self, prompts: list[list[int]], params: SamplingParams, seen: list | None
+    ) -> list[Generation]:
         import torch
         from transformers import DynamicCache
 
@@ -178,13 +218,26 @@ class HFBackend:
         self.prefill_tokens += shared + int(mask.sum())
         rows = torch.tensor(owner, device=device)
         cache.reorder_cache(rows)
-        return self._decode(out.logits[rows, -1].float(), cache, attention[rows],
-                            positions[rows, -1], params)  # fmt: skip
+        steps: list[list[int]] = []
+        gens = self._decode(out.logits[rows, -1].float(), cache, attention[rows],
+                            positions[rows, -1], params, steps)  # fmt: skip
+        if seen is not None:
+            _attach_trunk(gens, seen, owner, [len(u) - shared for u in uniq], shared, steps)
+        return gens
 
     def _decode(
-        self, logits: Any, cache: Any, attention: Any, last_pos: Any, params: SamplingParams
+        self,
+        logits: Any,
+        cache: Any,
+        attention: Any,
+        last_pos: Any,
+        params: SamplingParams,
+        steps: list[list[int]],
     ) -> list[Generation]:
-        """Sample up to ``max_new_tokens`` per row from prefilled ``logits`` and ``cache``."""
+        """Sample up to ``max_new_tokens`` per row from prefilled ``logits`` and ``cache``.
+
+        ``steps`` receives, for every decoding forward, the rows it fed a token for.
+        """
         import torch
 
         n, device = logits.shape[0], logits.device
@@ -210,6 +263,7 @@ class HFBackend:
                 attention, last_pos = attention[keep], last_pos[keep]
             attention = torch.cat([attention, torch.ones_like(attention[:, :1])], 1)
             last_pos = last_pos + 1
+            steps.append(alive.tolist())
             out = self._forward(
                 cache,
                 input_ids=tok[:, None],

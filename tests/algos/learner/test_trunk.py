@@ -1,0 +1,97 @@
+"""The frozen trunk: recorded states give the full model's log-probs and gradients."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from algos.algorithms import get_algorithm
+from algos.backends.base import SamplingParams
+from algos.backends.hf import HFBackend
+from algos.batch import StepBatch
+from algos.config import AlgoConfig, OptimConfig
+from algos.learner import Learner
+from algos.models import load_model
+from algos.policy import freeze_lower_layers
+from algos.sft import token_nll, with_trunk_states
+from algos.trunk import trunk_depth
+
+
+def _frozen():
+    model, tok = load_model("tiny-random", seed=0)
+    assert trunk_depth(model) is None  # everything trains: no trunk
+    freeze_lower_layers(model, 1)
+    assert trunk_depth(model) == 1  # TINY_CONFIG has 2 layers: layer 0 and the embeddings frozen
+    return model, tok
+
+
+def _rollout_rows(model, tok, record: bool):
+    g = torch.Generator().manual_seed(0)
+    base = torch.randint(5, 250, (30,), generator=g).tolist()
+    prompts = [base + torch.randint(5, 250, (k,), generator=g).tolist() for k in (3, 7, 7, 1, 12)]
+    prompts += [prompts[1], base[:10]]
+    backend = HFBackend(model, tok, seed=1)
+    backend.capture_depth = trunk_depth(model) if record else None
+    gens = backend.generate(prompts, SamplingParams(6, 1.0))
+    width = max(len(x.token_ids) for x in gens)
+    ids = torch.zeros(len(gens), width, dtype=torch.long)
+    mask = torch.zeros(len(gens), width)
+    for i, x in enumerate(gens):
+        ids[i, : len(x.token_ids)] = torch.tensor(x.token_ids)
+        mask[i, : len(x.token_ids)] = 1
+    states = [x.extra["trunk"] for x in gens] if record else None
+    if record:  # prompt tokens and every response token but the last (it predicts nothing)
+        for p, x in zip(prompts, gens):
+            assert x.extra["trunk"].shape[0] == len(p) + len(x.token_ids) - 1
+    n = len(gens)
+    return StepBatch(
+        prompt_ids=[torch.tensor(p) for p in prompts], response_ids=ids, response_mask=mask,
+        step_reward=[0.0] * n, index=list(range(n)), traj_uid=list(range(n)), step_index=[0] * n,
+        old_log_prob=torch.zeros(n, width), trunk_states=states,
+    )  # fmt: skip
+
+
+def test_recorded_states_give_the_full_models_logprobs_and_gradients():
+    model, tok = _frozen()
+    with_states = _rollout_rows(model, tok, record=True)
+    plain = StepBatch(**{**with_states.__dict__, "trunk_states": None})
+    learner = Learner(
+        model, tok, get_algorithm("grpo"), AlgoConfig(), OptimConfig(micro_batch_size=3)
+    )
+    assert learner.trunk_depth == 1
+    torch.testing.assert_close(learner.score(with_states, "logp"), learner.score(plain, "logp"),
+                               atol=1e-5, rtol=0)  # fmt: skip
+    adv = torch.randn(len(plain), 1, generator=torch.Generator().manual_seed(2))
+    adv = adv * plain.response_mask
+    grads = []
+    for batch in (with_states, plain):
+        model.zero_grad(set_to_none=True)
+        learner._actor_loss(batch, adv, _pack(learner, batch), _norm(batch))["loss"].backward()
+        grads.append({k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None})
+    assert grads[0].keys() == grads[1].keys() and grads[0]
+    for k in grads[0]:
+        torch.testing.assert_close(grads[0][k], grads[1][k], rtol=1e-4, atol=1e-7, msg=k)
+
+
+def _pack(learner, batch):
+    from algos.packing import pack
+
+    return pack(batch, learner.tokenizer.pad_token_id, learner.device, learner.trunk_depth)
+
+
+def _norm(batch):
+    from algos.packing import mini_batch_counts
+
+    return {**mini_batch_counts(batch.response_mask), "loss_scale_factor": 8.0}
+
+
+def test_sft_trains_the_top_layers_on_states_computed_once():
+    model, tok = _frozen()
+    batch = _rollout_rows(model, tok, record=False)
+    nll_plain, n = token_nll(model, batch, tok.pad_token_id, "cpu")
+    recorded = with_trunk_states(
+        model, batch.select(list(range(len(batch)))), tok.pad_token_id, "cpu", 3
+    )
+    nll_top, n_top = token_nll(model, recorded, tok.pad_token_id, "cpu", trunk_depth(model))
+    assert n == n_top
+    assert nll_top.item() == pytest.approx(nll_plain.item(), rel=1e-5)

@@ -20,6 +20,13 @@ ever unpickled into code: a crafted ``state.pt`` fails to load, it does not run.
 Resume (:func:`restore_latest`) takes the newest checkpoint that is complete and loads; a
 damaged one is named and skipped for the next older one, and stale temporary folders are
 removed.
+
+Data-parallel runs (:mod:`algos.distributed`) write the same files: every rank takes part in
+gathering the full weights and optimiser states (FSDP shards are all-gathered), rank 0 alone
+writes, and the others wait for it. The files are the one-process layout, so a run saved by N
+ranks resumes on any number of ranks. ``state.pt`` also holds every rank's RNG states
+(``rank_rng``): rank r resumes its own sampling stream; a rank the saving run did not have
+keeps the stream it was seeded with.
 """
 
 from __future__ import annotations
@@ -35,6 +42,14 @@ import numpy as np
 import torch
 
 from agent_gym.paths import atomic_write_text
+from algos.distributed import (
+    World,
+    full_optimizer_state,
+    full_tensor,
+    plain,
+    shard_like,
+    shard_optimizer_state,
+)
 
 FORMAT = 2
 _PREFIX = "iter_"
@@ -80,10 +95,13 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 
 def trainable_state(module: Any) -> dict[str, torch.Tensor]:
-    """Name -> tensor of the parameters that train (``requires_grad``), detached on the CPU."""
+    """Name -> tensor of the parameters that train (``requires_grad``), detached on the CPU.
+
+    A DDP wrapper is looked through and FSDP shards are gathered (every rank must call).
+    """
     return {
-        name: p.detach().cpu().contiguous()
-        for name, p in module.named_parameters()
+        name: full_tensor(p).detach().cpu().contiguous()
+        for name, p in plain(module).named_parameters()
         if p.requires_grad
     }
 
@@ -101,14 +119,15 @@ def load_trainable(module: Any, path: Path) -> None:
         saved = load_file(str(path))
     except Exception as exc:  # noqa: BLE001 - safetensors raises several types on bad files
         raise CheckpointError(f"{path}: cannot read ({type(exc).__name__}: {exc})") from None
-    params = dict(module.named_parameters())
+    params = dict(plain(module).named_parameters())
     with torch.no_grad():
         for name, tensor in saved.items():
             if name not in params or params[name].shape != tensor.shape:
                 raise CheckpointError(
                     f"{path}: parameter {name} {tuple(tensor.shape)} does not fit this model"
                 )
-            params[name].copy_(tensor.to(params[name].device, params[name].dtype))
+            value = tensor.to(params[name].device, params[name].dtype)
+            params[name].copy_(shard_like(params[name], value))  # this rank's shard under FSDP
 
 
 # ---- writing ------------------------------------------------------------------------------
@@ -122,24 +141,38 @@ def save_checkpoint(
     keep: int = 2,
     extra_rng: dict[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Write checkpoint ``iteration`` and point ``latest`` at it; keep the newest ``keep``."""
+    """Write checkpoint ``iteration`` and point ``latest`` at it; keep the newest ``keep``.
+
+    Every rank of a data-parallel run calls this; rank 0 writes (module docstring).
+    """
     from safetensors.torch import save_file
 
+    world = getattr(learner, "world", None) or World()
+    model_state = trainable_state(learner.model)
+    optim = {"actor": full_optimizer_state(learner.optimizer.state_dict())}
+    critic_state = None
+    if learner.critic is not None:
+        critic_state = trainable_state(learner.critic)
+        optim["critic"] = full_optimizer_state(learner.critic_optimizer.state_dict())
+    state = {"optim": optim, "rng": rng_state(extra_rng)}
+    if world.size > 1:
+        state["rank_rng"] = world.all_gather_object(state["rng"])
     root = Path(run_dir) / "checkpoints"
-    root.mkdir(parents=True, exist_ok=True)
     final = root / f"{_PREFIX}{iteration:06d}"
+    if not world.is_main:
+        world.barrier()  # until rank 0 has written it
+        return final
+    root.mkdir(parents=True, exist_ok=True)
     tmp = root / f".{final.name}.{os.getpid()}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
     tmp.mkdir()
     files = ["model.safetensors", "state.pt"]
-    save_file(trainable_state(learner.model), str(tmp / "model.safetensors"))
-    optim = {"actor": learner.optimizer.state_dict()}
-    if learner.critic is not None:
-        save_file(trainable_state(learner.critic), str(tmp / "critic.safetensors"))
-        optim["critic"] = learner.critic_optimizer.state_dict()
+    save_file(model_state, str(tmp / "model.safetensors"))
+    if critic_state is not None:
+        save_file(critic_state, str(tmp / "critic.safetensors"))
         files.append("critic.safetensors")
-    torch.save({"optim": optim, "rng": rng_state(extra_rng)}, tmp / "state.pt")
+    torch.save(state, tmp / "state.pt")
     meta = {"format": FORMAT, "iteration": iteration, "files": files}
     (tmp / "state.json").write_text(json.dumps(meta))
     if final.exists():
@@ -148,6 +181,7 @@ def save_checkpoint(
     atomic_write_text(root / "latest", final.name + "\n")
     for old in complete_checkpoints(run_dir)[keep:]:
         shutil.rmtree(old, ignore_errors=True)
+    world.barrier()
     return final
 
 
@@ -209,14 +243,22 @@ def load_checkpoint(path: Path, learner: Any) -> tuple[int, dict[str, torch.Tens
         raise CheckpointError(
             f"{path / 'state.pt'}: cannot read as plain data ({type(exc).__name__}: {exc})"
         ) from None
+    world = getattr(learner, "world", None) or World()
     try:
-        learner.optimizer.load_state_dict(state["optim"]["actor"])
+        optim = state["optim"]
+        learner.optimizer.load_state_dict(shard_optimizer_state(optim["actor"], learner.optimizer))
         if learner.critic is not None:
-            learner.critic_optimizer.load_state_dict(state["optim"]["critic"])
-        set_rng_state(state["rng"])
+            opt = learner.critic_optimizer
+            opt.load_state_dict(shard_optimizer_state(optim["critic"], opt))
+        rng = state["rng"]
+        ranks = state.get("rank_rng") or [rng]
+        set_rng_state(rng)
+        mine = ranks[world.rank] if world.rank < len(ranks) else None
+        if mine is not None:
+            set_rng_state(mine)
     except (KeyError, ValueError, TypeError, RuntimeError) as exc:
         raise CheckpointError(f"{path / 'state.pt'}: does not fit this run ({exc})") from None
-    return int(meta["iteration"]), dict(state["rng"].get("extra", {}))
+    return int(meta["iteration"]), dict(mine.get("extra", {})) if mine is not None else {}
 
 
 def remove_stale_temporaries(run_dir: Path) -> list[Path]:

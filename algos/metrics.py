@@ -31,6 +31,7 @@ class MetricsLogger:
         config: The resolved config (W&B records it).
         resume_from: On resume, drop lines of iterations after this one (they belonged to
             an iteration whose checkpoint was never written).
+        enabled: False: write nothing (the ranks > 0 of a data-parallel run; rank 0 logs).
     """
 
     def __init__(
@@ -40,13 +41,17 @@ class MetricsLogger:
         loggers: Sequence[str] = ("tensorboard",),
         config: dict[str, Any] | None = None,
         resume_from: int | None = None,
+        enabled: bool = True,
     ) -> None:
         self.path = Path(run_dir) / "metrics.jsonl"
         self.episodes_path = Path(run_dir) / "episodes.jsonl"
+        self.enabled = enabled
+        self._loggers: list[Any] = []
+        if not enabled:
+            return
         if resume_from is not None:
             for path in (self.path, self.episodes_path):
                 _truncate_after(path, resume_from)
-        self._loggers: list[Any] = []
         if loggers:
             from algos.loggers import make_loggers
 
@@ -60,6 +65,8 @@ class MetricsLogger:
 
     def log(self, iteration: int, metrics: dict[str, Any]) -> None:
         """Write one iteration's metrics (numbers only go to the loggers)."""
+        if not self.enabled:
+            return
         row = {"iteration": iteration, **metrics}
         with self.path.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(row) + "\n")
@@ -73,6 +80,8 @@ class MetricsLogger:
 
     def log_episodes(self, iteration: int, episodes: list[dict[str, Any]]) -> None:
         """Append sampled episodes (one JSON object per line)."""
+        if not self.enabled:
+            return
         with self.episodes_path.open("a", encoding="utf-8") as fh:
             for ep in episodes:
                 fh.write(json.dumps({"iteration": iteration, **ep}) + "\n")

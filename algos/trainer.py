@@ -170,7 +170,7 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
     Returns:
         ``(metrics, episodes)``.
     """
-    cfg, learner = s.cfg, s.learner
+    cfg = s.cfg
     r = cfg.rollout
     seeds, groups = iteration_seeds(cfg, iteration - 1)
     lo, hi = s.world.env_range(cfg.env.num_tasks, cfg.env.group_size)  # this rank's groups
@@ -194,8 +194,19 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
     metrics["rollout/response_length"] = ro.response_tokens / max(len(ro), 1)
     metrics["perf/rollout_tokens_per_s"] = ro.response_tokens / max(ro.generate_seconds, 1e-9)
     metrics["time/rollout_s"] = time.perf_counter() - t0
-    if ro.batch is None:
-        return metrics, ro.episodes
+    if ro.batch is not None:
+        metrics.update(update_policy(s, ro, iteration))
+    return metrics, ro.episodes
+
+
+def update_policy(s: Session, ro: RolloutResult, iteration: int) -> dict[str, Any]:
+    """The update of iteration ``iteration`` on ``ro``'s rows (this rank's): its metrics.
+
+    Scores, advantages on the global batch, ``optim.ppo_epochs`` of optimiser steps, then the
+    backend takes the new weights.
+    """
+    cfg, learner = s.cfg, s.learner
+    metrics: dict[str, Any] = {}
     sleep = getattr(s.backend, "sleep", None)
     if sleep is not None:  # vLLM sleep mode: the engine's GPU memory is the learner's meanwhile
         sleep(cfg.dist.vllm_sleep_level)
@@ -219,7 +230,7 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
     for k, v in upd.items():
         section = "critic" if k.startswith(("value", "vf_", "vpred", "critic")) else "actor"
         metrics[f"{section}/{k}"] = v
-    return metrics, ro.episodes
+    return metrics
 
 
 def train(cfg: Config, *, log: Any = print) -> Path:

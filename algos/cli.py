@@ -1,9 +1,10 @@
-"""The ``algos`` command: ``train``, ``sft``, ``eval``, ``list`` and ``plot``.
+"""The ``algos`` command: ``train``, ``sft``, ``compare``, ``eval``, ``list`` and ``plot``.
 
 algos train recipes/alfworld/gigpo.toml [--set key=value ...]
 algos train --resume runs/ALFWorld-v0-gigpo-20250101-120000
 algos sft recipes/alfworld/gigpo.toml [--set sft.demos=500 ...]
 algos eval --env alfworld --policy random --policy hf:smollm2-135m --episodes 16
+algos compare recipes/alfworld/gigpo.toml --algos gigpo grpo --seeds 0 1 2 --out runs/cmp
 algos list
 algos plot RUN_DIR
 """
@@ -60,6 +61,21 @@ def _sft(args: argparse.Namespace) -> int:
         run_dir = sft(load_config(args.recipe, args.set or []))
     print(f"run directory: {run_dir}")
     print(f"start RL from it with: --set model.init={run_dir}")
+    return 0
+
+
+def _compare(args: argparse.Namespace) -> int:
+    from algos.compare import compare
+
+    out = compare(
+        args.recipe,
+        args.algos,
+        args.seeds,
+        out_dir=Path(args.out),
+        overrides=args.set or [],
+        init=args.init,
+    )
+    print(f"comparison: {out / 'comparison.md'} and {out / 'comparison.png'}")
     return 0
 
 
@@ -155,6 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
     s.add_argument("--set", help="override a config field, e.g. sft.demos=500 (repeatable)", **sets)
     s.add_argument("--resume", metavar="RUN_DIR", help="continue an SFT run from its checkpoint")
     s.set_defaults(func=_sft)
+    c = sub.add_parser(
+        "compare",
+        help="several algorithms from one starting checkpoint over several seeds",
+        formatter_class=_Help,
+    )
+    c.add_argument("recipe", help="recipe shared by every run, e.g. recipes/alfworld/gigpo.toml")
+    c.add_argument("--algos", nargs="+", default=["gigpo", "grpo"], help="algorithms to compare")
+    c.add_argument("--seeds", nargs="+", type=int, default=[0, 1, 2], help="run.seed of each run")
+    c.add_argument("--out", required=True, help="folder for the runs, the table and the plot")
+    c.add_argument("--init", help="starting run directory (default: the recipe's model.init)")
+    c.add_argument("--set", help="config override for every run (repeatable)", **sets)
+    c.set_defaults(func=_compare)
     e = sub.add_parser(
         "eval",
         help="success, score and valid actions of policies on the same held-out tasks",

@@ -209,6 +209,8 @@ class RunConfig:
     """Write a checkpoint every N iterations (0 = only the final one)."""
     eval_episodes: int = 0
     """Held-out evaluation episodes before and after training (0 = none)."""
+    eval_every: int = 0
+    """Also evaluate on the held-out tasks after every N iterations (0 = before and after only)."""
     eval_baselines: list[str] = field(default_factory=lambda: ["random"])
     """Reference agents evaluated on the same held-out tasks before training: random, expert."""
     log_episodes: int = 4
@@ -319,6 +321,7 @@ _BOUNDS: dict[str, tuple[Any, Any]] = {
     "run.iterations": (0, None),
     "run.save_every": (0, None),
     "run.eval_episodes": (0, None),
+    "run.eval_every": (0, None),
     "run.log_episodes": (0, None),
     "sft.demos": (1, None),
     "sft.val_demos": (0, None),

@@ -49,6 +49,14 @@ def _success_panel(ax: Any, rows: list[dict[str, Any]], evals: dict[str, Any], l
             ci = [wilson_interval(round(p[1] * p[2]), int(p[2])) for p in pts]
             ax.fill_between(xs, [c[0] for c in ci], [c[1] for c in ci], alpha=0.15,
                             label="95% interval")  # fmt: skip
+    n_eval = (evals.get("before") or evals.get("after") or {}).get("episodes")
+    mid = [(r["iteration"], r["eval/success_rate"]) for r in rows if "eval/success_rate" in r]
+    if mid and n_eval:
+        ci = [wilson_interval(round(y * n_eval), n_eval) for _, y in mid]
+        ax.errorbar([x for x, _ in mid], [y for _, y in mid],
+                    yerr=[[y - c[0] for (_, y), c in zip(mid, ci)],
+                          [c[1] - y for (_, y), c in zip(mid, ci)]],
+                    fmt="^", ms=5, capsize=3, label="held-out: during training")  # fmt: skip
     marks = (("before", 0, "s", "held-out: before"), ("after", last, "D", "held-out: after"))
     for key, x, marker, label in marks:
         if key in evals:

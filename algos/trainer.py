@@ -322,6 +322,17 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
         s.world.barrier()
         for it in range(s.done + 1, cfg.run.iterations + 1):
             metrics, episodes = run_iteration(s, it)
+            every = cfg.run.eval_every
+            if (
+                main
+                and cfg.run.eval_episodes
+                and every
+                and it % every == 0
+                and it < cfg.run.iterations
+            ):
+                held = evaluate(cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress)
+                metrics.update({f"eval/{k}": held[k] for k in _EVAL_KEYS})
+                log(f"eval after iteration {it}: {held['line']}")
             logger.log(it, metrics)
             if cfg.run.log_episodes:
                 logger.log_episodes(it, [e.to_json() for e in episodes[: cfg.run.log_episodes]])
@@ -365,6 +376,10 @@ def _leave(s: Session) -> Path:
 
 def _quiet(*args: Any, **kwargs: Any) -> None:
     """The ``log`` of ranks > 0 (rank 0 reports for the run)."""
+
+
+#: Held-out figures logged as ``eval/...`` metrics with ``run.eval_every``.
+_EVAL_KEYS = ("success_rate", "score_mean", "valid_action_ratio", "episode_length")
 
 
 def _baselines(cfg: Config, log: Any) -> dict[str, Any]:

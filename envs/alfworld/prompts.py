@@ -50,3 +50,25 @@ best advances the task. Write it exactly as listed; anything else does nothing.
 {% else %}one admissible command, on a single line{% endif %}"""
 
 ALFWORLD_PROMPTS = PromptTemplates(system=SYSTEM, user=USER)
+
+#: A terse prompt for small models on a CPU budget (``env.prompt =
+#: "agent_gym.envs.alfworld.prompts:TERSE_PROMPTS"``): the task once, the observation without
+#: the TextWorld banner, the repeated task line and the first room description (its places are
+#: the "Go to" list), the places to go to as one list and the
+#: other commands as another, leaving out the ones that only look (``look``, ``inventory``,
+#: ``examine``, ``help``). About 60% of the compact prompt's tokens on later steps. The
+#: commands are those the env lists; ``go to`` targets are shown without the verb.
+TERSE_PROMPTS = PromptTemplates(
+    system="You act in a house. Reply with one command.",
+    user=(
+        "Task: {{ task }}\n"
+        "{% for h in history %}> {{ h.action }}\n{{ h.observation }}\n{% endfor %}"
+        "{{ observation.split('Your task is to:')[0].split(' Looking quickly around you')[0]"
+        " | replace('-= Welcome to TextWorld, ALFRED! =-', '') | trim }}\n"
+        "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
+        "{% if not loop.last %}, {% endif %}{% endfor %}\n"
+        "Other: {% for a in admissible_actions if not a.startswith(('go to ', 'examine ')) "
+        "and a not in ('help', 'look', 'inventory') %}{{ a }}{% if not loop.last %}; {% endif %}"
+        "{% endfor %}"
+    ),
+)

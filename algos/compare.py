@@ -1,0 +1,187 @@
+"""``algos compare``: several algorithms from one starting checkpoint, over several seeds.
+
+Every run of a comparison shares everything but the algorithm and the seed: the recipe and its
+overrides, the starting weights (``--init RUN_DIR``, or one behaviour-cloning stage run once
+and shared when the recipe says ``model.init = "sft"``), the task draws (``env.seed``: every
+run trains on the same tasks in the same order), the iteration budget and the held-out tasks.
+``run.seed`` (sampling and shuffling) is the only thing the seeds change.
+
+The output folder holds one run directory per (algorithm, seed), ``comparison.json``,
+``comparison.md`` (the final held-out success of every seed, its mean and 95% t-interval over
+seeds per algorithm, and per-iteration success) and ``comparison.png`` (success vs iteration,
+mean over seeds with the interval, for each algorithm). Runs that finished are not rerun, so a
+stopped comparison continues where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from algos.config import load_config
+from algos.metrics import read_metrics
+from algos.runs import read_json
+
+#: Two-sided 95% Student t quantiles by degrees of freedom (1..10); 1.96 beyond.
+_T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
+        9: 2.262, 10: 2.228}  # fmt: skip
+
+
+def t_interval(values: list[float]) -> tuple[float, float, float]:
+    """Mean and 95% t-interval over seeds (the interval is the mean itself for one value).
+
+    >>> [round(x, 3) for x in t_interval([0.5, 0.6, 0.7])]
+    [0.6, 0.352, 0.848]
+    """
+    n = len(values)
+    mean = sum(values) / n
+    if n < 2:
+        return mean, mean, mean
+    sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
+    half = _T95.get(n - 1, 1.96) * sd / math.sqrt(n)
+    return mean, mean - half, mean + half
+
+
+def compare(
+    recipe: str,
+    algos: list[str],
+    seeds: list[int],
+    *,
+    out_dir: Path,
+    overrides: list[str] = (),
+    init: str | None = None,
+    log: Any = print,
+) -> Path:
+    """Train every (algorithm, seed) and write the comparison; return ``out_dir``."""
+    from algos.sft import finished, sft
+    from algos.trainer import resume, train
+
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    base = load_config(recipe, list(overrides))
+    if init is None and base.model.init == "sft":
+        stage = out_dir / "sft"
+        if not finished(stage):
+            log(f"compare: behaviour cloning once, shared by every run -> {stage}")
+            sft(base, run_dir=stage, log=log)
+        init = str(stage)
+    runs: dict[str, list[Path]] = {}
+    for algo in algos:
+        for seed in seeds:
+            name = f"{algo}-seed{seed}"
+            run_dir = out_dir / name
+            sets = [*overrides, f"algo={algo}", f"run.seed={seed}", f"run.out_dir='{out_dir}'",
+                    f"run.name='{name}'", f"model.init='{init or ''}'"]  # fmt: skip
+            cfg = load_config(recipe, sets)
+            log(f"compare: {name} ({cfg.run.iterations} iterations)")
+            if (run_dir / "checkpoints").is_dir():
+                resume(run_dir, log=log)
+            else:
+                train(cfg, log=log)
+            runs.setdefault(algo, []).append(run_dir)
+    result = summarize_runs(runs)
+    (out_dir / "comparison.json").write_text(json.dumps(result, indent=2))
+    (out_dir / "comparison.md").write_text(markdown(result))
+    plot(result, out_dir / "comparison.png")
+    log(markdown(result))
+    return out_dir
+
+
+def _run_figures(run_dir: Path) -> dict[str, Any]:
+    evals = read_json(run_dir / "eval.json")
+    rows = read_metrics(run_dir)
+    curve = {r["iteration"]: r["eval/success_rate"] for r in rows if "eval/success_rate" in r}
+    if "before" in evals:
+        curve[0] = evals["before"]["success_rate"]
+    last = max([r["iteration"] for r in rows] + [0])
+    if "after" in evals:
+        curve[last] = evals["after"]["success_rate"]
+    return {
+        "run": str(run_dir),
+        "before": evals.get("before", {}).get("success_rate"),
+        "after": evals.get("after", {}).get("success_rate"),
+        "episodes": evals.get("after", {}).get("episodes"),
+        "heldout_curve": dict(sorted(curve.items())),
+        "train_curve": {
+            r["iteration"]: r["rollout/success_rate"] for r in rows if "rollout/success_rate" in r
+        },  # fmt: skip
+        "random": evals.get("random", {}).get("success_rate"),
+    }
+
+
+def summarize_runs(runs: dict[str, list[Path]]) -> dict[str, Any]:
+    """Per algorithm: every seed's figures, the final success's mean and 95% t-interval."""
+    out: dict[str, Any] = {}
+    for algo, dirs in runs.items():
+        seeds = [_run_figures(d) for d in dirs]
+        finals = [s["after"] for s in seeds if s["after"] is not None]
+        iters = sorted({i for s in seeds for i in s["heldout_curve"]})
+        curve = {}
+        for i in iters:
+            vals = [s["heldout_curve"][i] for s in seeds if i in s["heldout_curve"]]
+            curve[i] = t_interval(vals) + (len(vals),)
+        out[algo] = {
+            "seeds": seeds,
+            "final": t_interval(finals) if finals else None,
+            "curve": curve,
+        }
+    return out
+
+
+def markdown(result: dict[str, Any]) -> str:
+    """The comparison as Markdown tables."""
+    lines = ["| algorithm | held-out success after (mean, 95% t-interval over seeds) | every seed | n per seed |",
+             "|---|---|---|---|"]  # fmt: skip
+    for algo, r in result.items():
+        if r["final"] is None:
+            continue
+        mean, lo, hi = r["final"]
+        each = ", ".join(f"{s['after']:.1%}" for s in r["seeds"] if s["after"] is not None)
+        n = r["seeds"][0]["episodes"]
+        lines.append(f"| {algo} | {mean:.1%} [{lo:.1%}, {hi:.1%}] | {each} | {n} |")
+    iters = sorted({int(i) for r in result.values() for i in r["curve"]})
+    lines += ["", "| iteration | " + " | ".join(result) + " |", "|---|" + "---|" * len(result)]
+    for i in iters:
+        cells = []
+        for r in result.values():
+            c = r["curve"].get(i) or r["curve"].get(str(i))
+            cells.append(f"{c[0]:.1%} [{c[1]:.1%}, {c[2]:.1%}]" if c else "-")
+        lines.append(f"| {i} | " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], path: Path) -> None:
+    """Held-out success vs iteration: the mean over seeds and its 95% t-interval per algorithm."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    from matplotlib.ticker import MaxNLocator
+
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for algo, r in result.items():
+        pts = sorted((int(i), c) for i, c in r["curve"].items())
+        if not pts:
+            continue
+        xs = [p[0] for p in pts]
+        ax.plot(
+            xs,
+            [p[1][0] for p in pts],
+            marker="o",
+            label=f"{algo} (mean of {len(r['seeds'])} seeds)",
+        )
+        ax.fill_between(xs, [p[1][1] for p in pts], [p[1][2] for p in pts], alpha=0.2)
+    randoms = [s["random"] for r in result.values() for s in r["seeds"] if s["random"] is not None]
+    if randoms:
+        ax.axhline(sum(randoms) / len(randoms), ls=":", color="grey", label="random agent")
+    ax.set_xlabel("iteration (0 = the shared starting checkpoint)")
+    ax.set_ylabel("held-out success rate")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_ylim(-0.03, 1.03)
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)

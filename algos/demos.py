@@ -49,9 +49,10 @@ def render_action(command: str, action_format: str, tools: Sequence[Any] = ()) -
     """The expert's env command written as a model would in ``action_format``.
 
     ``plain`` is the command itself; ``tag`` wraps it in ``<action>...</action>``; ``tool_call``
-    finds the tool whose command template produces it and writes the Hermes call (a command of
-    several lines, one per call, becomes several calls). The inverse of ``ParseAction``: for
-    every command the round trip through ``parse_calls`` gives the command back (tested).
+    finds the tool whose command template produces it and writes the Hermes call. A command of
+    several lines (several calls in one step, as Paper Search takes) becomes one block per
+    line. The inverse of ``ParseAction``: the round trip through ``parse_calls`` gives the
+    command back (tested).
 
     Raises:
         ValueError: A tool-call command that no tool's template produces.
@@ -63,9 +64,9 @@ def render_action(command: str, action_format: str, tools: Sequence[Any] = ()) -
     """
     if action_format == "plain":
         return command
-    if action_format == "tag":
-        return f"<action>{command}</action>"
     calls = [line.strip() for line in command.splitlines() if line.strip()]
+    if action_format == "tag":
+        return "\n".join(f"<action>{call}</action>" for call in calls)
     return "\n".join(_tool_call(call, tools) for call in calls)
 
 

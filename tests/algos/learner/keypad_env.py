@@ -27,10 +27,12 @@ ENV_ID = "AlgosTest/Keypad-v0"
 class KeypadEnv(TextEnv):
     """See the module docstring."""
 
-    def __init__(self, presses: int = 3, **kwargs: Any) -> None:
+    def __init__(self, presses: int = 3, distinct_tasks: bool = False, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.presses = presses
+        self.distinct_tasks = distinct_tasks  # task ids differ by seed (SFT's held-out demos)
         self._count = 0
+        self._task = f"keypad-{presses}"
 
     def _obs(self) -> str:
         return f"Keys pressed: {self._count} of {self.presses}. Press a key."
@@ -38,7 +40,7 @@ class KeypadEnv(TextEnv):
     def _info(self) -> dict[str, Any]:
         return {
             "task": f"press {self.presses} keys",
-            "task_id": f"keypad-{self.presses}",
+            "task_id": self._task,
             "task_type": "keypad",
             "anchor_obs": self._obs(),
             "admissible_actions": [],
@@ -50,6 +52,8 @@ class KeypadEnv(TextEnv):
     def reset(self, *, seed: int | None = None, options: dict | None = None):
         super().reset(seed=seed)
         self._count = 0
+        if self.distinct_tasks:
+            self._task = f"keypad-{self.presses}-{seed}"
         self._last_obs = self._obs()
         return self._last_obs, self._info()
 

@@ -1,0 +1,68 @@
+"""``algos sft``: demonstrations as the rollout renders them; cloning lowers the held-out NLL
+and raises the test env's success; SFT -> RL drops into ``algos train``."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import KEYPAD
+
+from agent_gym.core import ToolSpec
+from agent_gym.wrappers.action_formats import parse_calls
+from algos.config import load_config
+from algos.demos import check_split, load_or_make_demos, render_action
+from algos.eval import evaluate, open_policy
+from algos.metrics import read_metrics
+from algos.models import load_tokenizer
+from algos.sft import sft
+
+SFT = [*KEYPAD, "env.kwargs={distinct_tasks=true}", "sft.demos=24", "sft.val_demos=8",
+       "sft.epochs=4", "sft.lr=3e-3", "sft.mini_batch_size=8", "run.eval_episodes=16"]  # fmt: skip
+
+
+@pytest.mark.parametrize("command", ["go to desk 1", "search[red shoes]", "a\nb"])
+def test_rendered_actions_parse_back_to_the_command(command):
+    tools = [ToolSpec("search", "s", {"query": "q"}, "search[{query}]"),
+             ToolSpec("env_step", "e", {"command": "c"}, "{command}")]  # fmt: skip
+    for fmt in ("plain", "tag", "tool_call"):
+        text = render_action(command, fmt, tools)
+        calls = parse_calls(text, fmt, tools=tools) if fmt != "plain" else text.splitlines()
+        assert "\n".join(calls) == command, (fmt, text)
+
+
+def test_demonstrations_are_the_rollouts_prompts_and_never_the_heldout_split(tmp_path):
+    cfg = load_config(None, SFT)
+    tok = load_tokenizer("tiny-random")
+    demos = load_or_make_demos(cfg, tok, 3, seed=1, log=lambda *_: None, progress=False)
+    again = load_or_make_demos(cfg, tok, 3, seed=1, log=lambda *_: None, progress=False)
+    assert [d.prompt_ids for d in demos] == [d.prompt_ids for d in again]  # cached, identical
+    assert all(d.response_ids[-1] == tok.eos_token_id and d.text == "k" for d in demos)
+    assert {d.step for d in demos} == {0, 1, 2} and all(d.won for d in demos)
+    bad = load_config(None, [*SFT, "env.kwargs={split='test'}", "env.eval_kwargs={split='test'}"])
+    with pytest.raises(ValueError, match="also the evaluation split"):
+        check_split(bad)
+
+
+def test_cloning_lowers_heldout_nll_and_raises_success(tmp_path):
+    cfg = load_config(None, [*SFT, f"run.out_dir='{tmp_path}'", "run.name='sft'"])
+    before = evaluate(cfg, open_policy("hf:tiny-random", cfg), 16)
+    run = sft(cfg, log=lambda *_: None)
+    summary = json.loads((run / "sft.json").read_text())
+    assert summary["val_steps"] > 0 and summary["finished"]
+    assert summary["val_nll_after"] < 0.5 * summary["val_nll_before"], summary
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2, 3, 4]
+    after = evaluate(cfg, open_policy(f"run:{run}", cfg), 16)
+    assert before["success_rate"] < 0.3 and after["success_rate"] > 0.8, (before, after)
+
+
+def test_rl_starts_from_the_cloned_policy(tmp_path):
+    from algos.trainer import train
+
+    cfg = load_config(None, [*SFT, "model.init=sft", "run.iterations=1", "algo=grpo",
+                             f"run.out_dir='{tmp_path}'", "run.name='pipe'"])  # fmt: skip
+    run = train(cfg, log=lambda *_: None)
+    evals = json.loads((run / "eval.json").read_text())
+    assert (run / "sft" / "sft.json").is_file()
+    assert evals["before"]["success_rate"] > 0.8  # RL's starting point is the cloned policy
+    assert set(evals) >= {"random", "before", "after"}

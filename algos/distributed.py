@@ -127,7 +127,7 @@ def init_world(cfg: Any) -> World:
         raise ValueError(
             f"WORLD_SIZE={size} but the process group has {dist.get_world_size()} ranks"
         )
-    device = torch.device("cuda", local) if backend == "nccl" else torch.device("cpu")
+    device = torch.device("cuda", local) if on_cuda else torch.device("cpu")
     return World(
         rank=dist.get_rank(),
         size=size,
@@ -147,7 +147,7 @@ class World:
         size: Number of ranks.
         local_rank: Rank on this machine (its GPU index).
         strategy: ``ddp`` or ``fsdp``.
-        device: Where collective tensors live (cuda for nccl, cpu for gloo).
+        device: This rank's device (collective tensors and the FSDP mesh live there).
         owns_group: This world created the process group (and so destroys it).
     """
 

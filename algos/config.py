@@ -245,7 +245,8 @@ class SftConfig:
 class DistConfig:
     """Data-parallel training across ranks started by ``torchrun`` (docs/scaling.md).
 
-    Read only when the launcher sets ``WORLD_SIZE > 1``; a single process ignores it.
+    ``strategy``, ``backend`` and ``timeout_s`` are read only when the launcher sets
+    ``WORLD_SIZE > 1``; ``vllm_sleep_level`` applies to every vLLM run on a GPU.
     """
 
     strategy: Literal["ddp", "fsdp"] = "ddp"

@@ -12,7 +12,7 @@ wall time, where it went (resets, steps, expert calls), wins, and who planned
 ``--episodes``: large kitchens take minutes per replan).
 
     python benchmarks/bench_alfworld_expert.py                          # 500 episodes, 20%
-    python benchmarks/bench_alfworld_expert.py --episodes 20 --fast-downward-only
+    python benchmarks/bench_alfworld_expert.py --fast-downward-only --max-minutes 30
 """
 
 from __future__ import annotations
@@ -36,6 +36,12 @@ def main() -> None:
     p.add_argument("--noise", type=float, default=0.2, help="probability of a random action")
     p.add_argument("--first-game", type=int, default=0, help="train game of the first episode")
     p.add_argument("--seed", type=int, default=0, help="seed of the random actions")
+    p.add_argument(
+        "--max-minutes",
+        type=float,
+        default=None,
+        help="stop after the episode that passes this wall time and report what was done",
+    )
     p.add_argument(
         "--fast-downward-only",
         action="store_true",
@@ -64,6 +70,7 @@ def main() -> None:
         f"{time.strftime('%Y-%m-%d %H:%M')}"
     )
     t_start = time.perf_counter()
+    done = 0
     for episode in range(args.episodes):
         task_id = env.games.record(args.first_game + episode).task_id
         t0 = time.perf_counter()
@@ -92,14 +99,18 @@ def main() -> None:
         if terminated:
             wins += 1
             steps_won.append(steps)
-        if (episode + 1) % 50 == 0:
-            print(f"  {episode + 1} episodes, {time.perf_counter() - t_start:.0f} s", flush=True)
+        done += 1
+        if done % 50 == 0:
+            print(f"  {done} episodes, {time.perf_counter() - t_start:.0f} s", flush=True)
+        if args.max_minutes is not None and time.perf_counter() - t_start > 60 * args.max_minutes:
+            print(f"  stopped: past --max-minutes {args.max_minutes:g}")
+            break
     total = time.perf_counter() - t_start
     env.close()
 
     print(
-        f"\n{args.episodes} episodes in {total:.0f} s ({total / 60:.1f} min, "
-        f"{total / args.episodes:.2f} s/episode); wins {wins}/{args.episodes}; "
+        f"\n{done} episodes in {total:.0f} s ({total / 60:.1f} min, "
+        f"{total / done:.2f} s/episode); wins {wins}/{done}; "
         f"{steps_all} steps, median {statistics.median(steps_won or [0])} steps per win"
     )
     print(

@@ -16,7 +16,9 @@ Under ``torchrun`` every rank runs this same loop on its share of the task group
 
 from __future__ import annotations
 
+import contextlib
 import time
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -175,17 +177,18 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
     seeds, groups = iteration_seeds(cfg, iteration - 1)
     lo, hi = s.world.env_range(cfg.env.num_tasks, cfg.env.group_size)  # this rank's groups
     t0 = time.perf_counter()
-    ro = rollout(
-        s.venv,
-        s.backend,
-        seeds=seeds[lo:hi],
-        groups=groups[lo:hi],
-        sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
-        max_prompt_tokens=r.max_prompt_tokens,
-        max_steps=cfg.env.max_steps or None,
-        rerender_history=True,
-        progress=cfg.run.progress,
-    )
+    with _recording_trunk(s.backend, s.learner.trunk_depth):
+        ro = rollout(
+            s.venv,
+            s.backend,
+            seeds=seeds[lo:hi],
+            groups=groups[lo:hi],
+            sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
+            max_prompt_tokens=r.max_prompt_tokens,
+            max_steps=cfg.env.max_steps or None,
+            rerender_history=True,
+            progress=cfg.run.progress,
+        )
     ro = gather_rollout(s.world, ro, lo)  # this rank's rows, every rank's episodes and counts
     metrics: dict[str, Any] = {f"rollout/{k}": v for k, v in ro.summary().items()}
     metrics["rollout/episodes"] = len(ro.episodes)
@@ -197,6 +200,22 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
     if ro.batch is not None:
         metrics.update(update_policy(s, ro, iteration))
     return metrics, ro.episodes
+
+
+@contextlib.contextmanager
+def _recording_trunk(backend: Any, depth: int | None) -> Iterator[None]:
+    """Have the hf backend record the frozen trunk's output for the update (:mod:`algos.trunk`).
+
+    Other backends (vLLM, a server) cannot: the update then runs the full model.
+    """
+    records = depth is not None and hasattr(backend, "capture_depth")
+    if records:
+        backend.capture_depth = depth
+    try:
+        yield
+    finally:
+        if records:
+            backend.capture_depth = None
 
 
 def update_policy(s: Session, ro: RolloutResult, iteration: int) -> dict[str, Any]:

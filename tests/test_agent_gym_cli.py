@@ -33,7 +33,8 @@ def test_list_shows_every_id_with_its_data_source() -> None:
 def test_play_quit_and_eof(env_id: str) -> None:
     out = _cli("play", env_id, "--seed", "1", stdin="not a real command\nquit\n")
     assert out.returncode == 0, out.stderr
-    assert "Task:" in out.stdout and "[reward 0" in out.stdout
+    assert "Task:" in out.stdout and "reward 0" in out.stdout
+    assert "INVALID action" in out.stdout  # "not a real command" is marked as such
     eof = _cli("play", env_id, "--seed", "1", stdin="")
     assert eof.returncode == 0, eof.stderr
     assert "Traceback" not in eof.stderr

@@ -95,3 +95,27 @@ def test_sft_trains_the_top_layers_on_states_computed_once():
     nll_top, n_top = token_nll(model, recorded, tok.pad_token_id, "cpu", trunk_depth(model))
     assert n == n_top
     assert nll_top.item() == pytest.approx(nll_plain.item(), rel=1e-5)
+
+
+def test_the_training_update_runs_on_the_recorded_states(monkeypatch, keypad_overrides):
+    """The trainer has the rollout record the trunk, and the update uses it."""
+    import algos.learner
+    from algos.config import load_config
+    from algos.trainer import build_session, run_iteration
+
+    seen = []
+    real = algos.learner.pack
+
+    def spy(batch, pad, device, depth=None):
+        out = real(batch, pad, device, depth)
+        seen.append("trunk" in out)
+        return out
+
+    monkeypatch.setattr(algos.learner, "pack", spy)
+    cfg = load_config(None, [*keypad_overrides, "model.trainable_layers=1", "run.iterations=1"])
+    s = build_session(cfg, None)
+    try:
+        run_iteration(s, 1)
+    finally:
+        s.close()
+    assert seen and all(seen)

@@ -42,3 +42,21 @@ KEYPAD = [
 @pytest.fixture
 def keypad_overrides(tmp_path: Path) -> list[str]:
     return [*KEYPAD, f"run.out_dir='{tmp_path}'", "run.name='run'"]
+
+
+def rows_of(prompts, gens, **fields):
+    """A StepBatch of one step row per (prompt, generation), responses right-padded."""
+    from algos.batch import StepBatch
+
+    n = len(gens)
+    width = max(len(g.token_ids) for g in gens)
+    ids = torch.zeros(n, width, dtype=torch.long)
+    mask = torch.zeros(n, width)
+    for i, g in enumerate(gens):
+        ids[i, : len(g.token_ids)] = torch.tensor(g.token_ids)
+        mask[i, : len(g.token_ids)] = 1
+    return StepBatch(
+        prompt_ids=[torch.tensor(p) for p in prompts], response_ids=ids, response_mask=mask,
+        step_reward=[0.0] * n, index=list(range(n)), traj_uid=list(range(n)), step_index=[0] * n,
+        **fields,
+    )  # fmt: skip

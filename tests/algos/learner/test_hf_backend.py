@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import rows_of
 
 from algos.algorithms import get_algorithm
 from algos.backends.base import SamplingParams
 from algos.backends.hf import HFBackend, common_prefix
-from algos.batch import StepBatch
 from algos.config import AlgoConfig, OptimConfig
 from algos.learner import Learner
 from algos.models import load_model
@@ -55,17 +55,8 @@ def test_sampled_logprobs_are_what_the_learner_computes(tiny):
     model, tok = tiny
     prompts = _prompts()
     gens = HFBackend(model, tok, seed=1).generate(prompts, SamplingParams(6, 0.7, 0.9))
-    width = max(len(g.token_ids) for g in gens)
-    ids = torch.zeros(len(gens), width, dtype=torch.long)
-    mask = torch.zeros(len(gens), width)
-    for i, g in enumerate(gens):
-        ids[i, : len(g.token_ids)] = torch.tensor(g.token_ids)
-        mask[i, : len(g.token_ids)] = 1
-    batch = StepBatch(
-        prompt_ids=[torch.tensor(p) for p in prompts], response_ids=ids, response_mask=mask,
-        step_reward=[0.0] * len(gens), index=list(range(len(gens))),
-        traj_uid=list(range(len(gens))), step_index=[0] * len(gens),
-    )  # fmt: skip
+    batch = rows_of(prompts, gens)
+    width = batch.response_length
     learner = Learner(
         model, tok, get_algorithm("grpo"), AlgoConfig(), OptimConfig(), temperature=0.7
     )

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+from conftest import rows_of
 
 from algos.algorithms import get_algorithm
 from algos.backends.base import SamplingParams
@@ -33,22 +34,12 @@ def _rollout_rows(model, tok, record: bool):
     backend = HFBackend(model, tok, seed=1)
     backend.capture_depth = trunk_depth(model) if record else None
     gens = backend.generate(prompts, SamplingParams(6, 1.0))
-    width = max(len(x.token_ids) for x in gens)
-    ids = torch.zeros(len(gens), width, dtype=torch.long)
-    mask = torch.zeros(len(gens), width)
-    for i, x in enumerate(gens):
-        ids[i, : len(x.token_ids)] = torch.tensor(x.token_ids)
-        mask[i, : len(x.token_ids)] = 1
     states = [x.extra["trunk"] for x in gens] if record else None
     if record:  # prompt tokens and every response token but the last (it predicts nothing)
         for p, x in zip(prompts, gens):
             assert x.extra["trunk"].shape[0] == len(p) + len(x.token_ids) - 1
-    n = len(gens)
-    return StepBatch(
-        prompt_ids=[torch.tensor(p) for p in prompts], response_ids=ids, response_mask=mask,
-        step_reward=[0.0] * n, index=list(range(n)), traj_uid=list(range(n)), step_index=[0] * n,
-        old_log_prob=torch.zeros(n, width), trunk_states=states,
-    )  # fmt: skip
+    width = max(len(x.token_ids) for x in gens)
+    return rows_of(prompts, gens, old_log_prob=torch.zeros(len(gens), width), trunk_states=states)
 
 
 def test_recorded_states_give_the_full_models_logprobs_and_gradients():

@@ -72,3 +72,30 @@ TERSE_PROMPTS = PromptTemplates(
         "{% endfor %}"
     ),
 )
+
+#: :data:`TERSE_PROMPTS` with the pick-up and put-down commands narrowed to the task's own object
+#: and receptacle (``env.prompt = "agent_gym.envs.alfworld.prompts:FOCUSED_PROMPTS"``): for "put
+#: a pen in coffeetable." only ``take pen ...`` and ``move ... to coffeetable ...`` are listed
+#: (every ``go to``, ``open`` and ``close`` still is). What is left to the policy is the search:
+#: where the object is. The narrowing reads the task sentence only, never the game's state; a
+#: task that is not of the form "put a/some X in/on Y." gets every command. The env still
+#: accepts any command, and the random agent picks among all of them.
+FOCUSED_PROMPTS = PromptTemplates(
+    system=TERSE_PROMPTS.system,
+    user=(
+        "{% set w = task.rstrip('.').split(' ') %}"
+        "{% set obj = w[2] if w | length == 5 and w[0] == 'put' and w[3] in ('in', 'on') else '' %}"
+        "{% set dest = w[4] if obj else '' %}"
+        "Task: {{ task }}\n"
+        "{% for h in history %}> {{ h.action }}\n{{ h.observation }}\n{% endfor %}"
+        "{{ observation.split('Your task is to:')[0].split(' Looking quickly around you')[0]"
+        " | replace('-= Welcome to TextWorld, ALFRED! =-', '') | trim }}\n"
+        "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
+        "{% if not loop.last %}, {% endif %}{% endfor %}\n"
+        "Other: {% for a in admissible_actions if not a.startswith(('go to ', 'examine ')) "
+        "and a not in ('help', 'look', 'inventory') and (not obj "
+        "or not a.startswith(('take ', 'move ')) or a.startswith('take ' ~ obj ~ ' ') "
+        "or (a.startswith('move ' ~ obj ~ ' ') and (' to ' ~ dest ~ ' ') in a ~ ' ')) %}"
+        "{{ a }}{% if not loop.last %}; {% endif %}{% endfor %}"
+    ),
+)

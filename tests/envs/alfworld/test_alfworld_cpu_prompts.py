@@ -1,0 +1,50 @@
+"""The terse and focused ALFWorld prompts for small models: what they show and leave out."""
+
+from __future__ import annotations
+
+import gymnasium as gym
+import pytest
+
+import agent_gym  # noqa: F401
+from agent_gym.envs.alfworld.prompts import FOCUSED_PROMPTS, TERSE_PROMPTS
+from agent_gym.wrappers import ChatPrompt, ParseAction
+
+
+def _play(templates, steps: int):
+    env = gym.make("AgentR1/ALFWorld-v0", task_types=["pick_and_place_simple"])
+    wrapped = ChatPrompt(ParseAction(env, format="plain"), history_length=0,
+                         action_format="plain", templates=templates)  # fmt: skip
+    obs, info = wrapped.reset(seed=0)
+    seen = [(obs[1]["content"], info)]
+    for _ in range(steps):
+        obs, _, term, trunc, info = wrapped.step(env.unwrapped.expert_action())
+        seen.append((obs[1]["content"], info))
+        if term or trunc:
+            break
+    wrapped.close()
+    return seen
+
+
+@pytest.mark.parametrize("templates", [TERSE_PROMPTS, FOCUSED_PROMPTS])
+def test_the_task_once_places_as_a_list_and_no_banner(templates):
+    for text, info in _play(templates, 5):
+        assert text.count(info["task"]) == 1 and "Welcome to TextWorld" not in text
+        places = [a[6:] for a in info["admissible_actions"] if a.startswith("go to ")]
+        assert "Go to: " + ", ".join(places) in text
+        assert "inventory" not in text and "examine" not in text
+
+
+def test_focused_lists_only_the_tasks_object_and_receptacle():
+    task = None
+    for text, info in _play(FOCUSED_PROMPTS, 5):
+        task = info["task"]  # "put some handtowel on sinkbasin."
+        obj, dest = task.rstrip(".").split()[2], task.rstrip(".").split()[4]
+        other = text.split("Other: ")[1]
+        for a in info["admissible_actions"]:
+            if a.startswith("take "):
+                assert (a in other) == a.startswith(f"take {obj} ")
+            if a.startswith("move "):
+                assert (a in other) == (a.startswith(f"move {obj} ") and f" to {dest} " in a + " ")
+            if a.startswith(("open ", "close ")):
+                assert a in other
+    assert task is not None

@@ -4,7 +4,9 @@ Every run of a comparison shares everything but the algorithm and the seed: the 
 overrides, the starting weights (``--init RUN_DIR``, or one behaviour-cloning stage run once
 and shared when the recipe says ``model.init = "sft"``), the task draws (``env.seed``: every
 run trains on the same tasks in the same order), the iteration budget and the held-out tasks.
-``run.seed`` (sampling and shuffling) is the only thing the seeds change.
+``run.seed`` (sampling and shuffling) is the only thing the seeds change. The start is
+evaluated once: greedy decoding of the same weights on the same held-out tasks gives the same
+rows, so the first run's "before" and reference-agent rows are written into every later run.
 
 The output folder holds one run directory per (algorithm, seed), ``comparison.json``,
 ``comparison.md`` (the final held-out success of every seed, its mean and 95% t-interval over
@@ -22,7 +24,7 @@ from typing import Any
 
 from algos.config import load_config
 from algos.metrics import read_metrics
-from algos.runs import read_json
+from algos.runs import read_json, write_json
 
 #: Two-sided 95% Student t quantiles by degrees of freedom (1..10); 1.96 beyond.
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -68,6 +70,7 @@ def compare(
             sft(base, run_dir=stage, log=log)
         init = str(stage)
     runs: dict[str, list[Path]] = {}
+    start_eval: dict[str, Any] = {}  # the start's held-out rows, the same for every run
     for algo in algos:
         for seed in seeds:
             name = f"{algo}-seed{seed}"
@@ -79,7 +82,15 @@ def compare(
             if (run_dir / "checkpoints").is_dir():
                 resume(run_dir, log=log)
             else:
+                if start_eval and not (run_dir / "eval.json").is_file():
+                    # Greedy decoding of the same weights on the same held-out tasks: the
+                    # first run's "before" (and reference agents) hold for every run.
+                    run_dir.mkdir(parents=True, exist_ok=True)
+                    write_json(run_dir / "eval.json", start_eval)
                 train(cfg, log=log)
+            if not start_eval:
+                evals = read_json(run_dir / "eval.json")
+                start_eval = {k: v for k, v in evals.items() if k not in ("after",)}
             runs.setdefault(algo, []).append(run_dir)
     result = summarize_runs(runs)
     (out_dir / "comparison.json").write_text(json.dumps(result, indent=2))

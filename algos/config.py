@@ -117,6 +117,7 @@ BOUNDS: dict[str, tuple[Any, Any]] = {
     "run.save_every": (0, None),
     "run.eval_episodes": (0, None),
     "run.eval_every": (0, None),
+    "run.threads": (0, None),
     "run.log_episodes": (0, None),
     "sft.demos": (1, None),
     "sft.val_demos": (0, None),

@@ -14,8 +14,14 @@ import torch
 from algos.config import Config, config_from_dict
 
 
-def seed_everything(seed: int) -> None:
-    """Seed python, numpy and torch's global generators."""
+def seed_everything(seed: int, threads: int = 0) -> None:
+    """Seed python, numpy and torch's global generators; fix torch's CPU threads when > 0.
+
+    A CPU run's figures depend on the thread count (it sets the order of float reductions,
+    hence the rounding, hence which tokens are sampled), not on the machine's load.
+    """
+    if threads > 0:
+        torch.set_num_threads(threads)
     random.seed(seed)
     np.random.seed(seed)
     torch.manual_seed(seed)

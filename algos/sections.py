@@ -181,6 +181,8 @@ class RunConfig:
     """Write a checkpoint every N iterations (0 = only the final one)."""
     eval_episodes: int = 0
     """Held-out evaluation episodes before and after training (0 = none)."""
+    threads: int = 0
+    """torch CPU threads (0 = torch's default: OMP_NUM_THREADS or the cores); figures depend on it."""
     eval_every: int = 0
     """Also evaluate on the held-out tasks after every N iterations (0 = before and after only)."""
     eval_baselines: list[str] = field(default_factory=lambda: ["random"])

@@ -172,7 +172,7 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
         raise ValueError("sft: the expert produced no demonstration steps")
     params = [p for p in model.parameters() if p.requires_grad]
     cloner = _Cloner(model, torch.optim.AdamW(params, lr=s.lr, weight_decay=0.0), device)
-    seed_everything(cfg.run.seed)
+    seed_everything(cfg.run.seed, cfg.run.threads)
     done = restore_latest(run_dir, cloner, log)[0] if resume else 0
     logger = MetricsLogger(run_dir, loggers=cfg.run.loggers, config=cfg.to_dict(),
                            resume_from=done if resume else None)  # fmt: skip
@@ -200,7 +200,8 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
             logger.log(epoch, metrics)
             log(f"sft epoch {epoch}/{s.epochs}  loss {loss:.3f}  held-out nll "
                 f"{metrics['sft/val_nll']:.3f}  {metrics['time/epoch_s']:.1f}s")  # fmt: skip
-            save_checkpoint(run_dir, epoch, cloner)
+            # The last epoch's checkpoint is all RL starts from: the earlier ones go.
+            save_checkpoint(run_dir, epoch, cloner, keep=1 if epoch == s.epochs else 2)
         summary["val_nll_after"] = mean_nll(model, val, pad, device, micro)
         summary["finished"] = True
         (run_dir / "sft.json").write_text(json.dumps(summary, indent=2))

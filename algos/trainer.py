@@ -110,7 +110,7 @@ def build_session(
     if not backend.returns_logprobs:
         raise ValueError(f"backend {cfg.rollout.backend!r} returns no log-probs; cannot train")
     # Seed only now: loading or converting a model may have drawn from the global RNGs.
-    seed_everything(cfg.run.seed)
+    seed_everything(cfg.run.seed, cfg.run.threads)
     done = 0
     if run_dir is None:
         run_dir = world.broadcast_object(new_run_dir(cfg) if world.is_main else None)

@@ -14,7 +14,11 @@ def test_wrapper_info_keys_are_declared_with_their_types():
     env = ShapeReward(ParseAction(gym.make("AgentR1/HotpotQA-v0"), format="tag"), success_bonus=1.0)
     raw.reset(seed=0)
     env.reset(seed=0)
-    for action in ("<action>search[Nauru]</action>", "no tags at all", "<action>answer[x]</action>"):
+    for action in (
+        "<action>search[Nauru]</action>",
+        "no tags at all",
+        "<action>answer[x]</action>",
+    ):
         inner = raw.step(action.removeprefix("<action>").removesuffix("</action>"))[-1]
         info = env.step(action)[-1]
         added = set(info) - set(inner)

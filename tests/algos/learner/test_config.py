@@ -26,6 +26,10 @@ def test_alfworld_recipe_profiles():
     cpu = load_config(RECIPE)  # default_profile = "cpu"
     assert cpu.profile == "cpu" and cpu.model.name == "smollm2-135m"
     assert cpu.env.action_match == "admissible" and cpu.env.reward_scale == 0.0
+    # The main job: clone the expert, then GiGPO w/o std; 10 steps; 64 held-out games.
+    assert cpu.model.init == "sft" and cpu.algo.gigpo_mode == "mean_norm"
+    assert (cpu.env.max_steps, cpu.run.eval_episodes, cpu.run.threads) == (10, 64, 2)
+    assert cpu.env.prompt.endswith(":FOCUSED_PROMPTS") and "random" in cpu.run.eval_baselines
     gpu = load_config(RECIPE, ["profile=gpu", "run.iterations=3"])
     assert gpu.model.name == "Qwen/Qwen2.5-1.5B-Instruct" and gpu.model.dtype == "bfloat16"
     assert gpu.env.num_tasks == 16 and gpu.run.iterations == 3
@@ -128,3 +132,21 @@ def test_recipes_extend_shared_files(tmp_path):
     (tmp_path / "bad.toml").write_text("[optim\n")
     with pytest.raises(ValueError, match=r"bad.toml: not valid TOML"):
         load_config(tmp_path / "bad.toml")
+
+
+def test_run_threads_fixes_torch_cpu_threads():
+    """A CPU run's figures depend on the thread count; run.threads pins it (0 leaves it)."""
+    import torch
+
+    from algos.runs import seed_everything
+
+    before = torch.get_num_threads()
+    try:
+        seed_everything(0, threads=1)
+        assert torch.get_num_threads() == 1
+        seed_everything(0)
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    with pytest.raises(ValueError, match="run.threads"):
+        load_config(None, ["run.threads=-1"])

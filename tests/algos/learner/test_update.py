@@ -163,7 +163,10 @@ def test_skipping_zero_advantage_rows_is_exact(agg):
     (skipped, m_skip), (full, m_full) = grads(True), grads(False)
     assert m_skip["rows_skipped"] == 4.0 and "rows_skipped" not in m_full
     for k in full:
-        torch.testing.assert_close(skipped[k], full[k], rtol=1e-5, atol=1e-8, msg=k)
+        # Float32 rounding is relative to the tensor's scale: an entry near 0 in a gradient
+        # whose largest entry is ~1 may differ by ~1e-8 (seen in the embedding's gradient).
+        scale = float(full[k].abs().max())
+        torch.testing.assert_close(skipped[k], full[k], rtol=1e-5, atol=1e-6 * scale, msg=k)
     assert m_skip["pg_loss"] == pytest.approx(m_full["pg_loss"], abs=1e-7)
 
 

@@ -122,6 +122,16 @@ def _run_figures(run_dir: Path) -> dict[str, Any]:
     }
 
 
+def _rate_interval(rates: list[float]) -> tuple[float, float, float]:
+    """:func:`t_interval` of success rates, clipped to [0, 1] (three seeds give wide intervals).
+
+    >>> _rate_interval([0.0, 1.0, 1.0])[1:]
+    (0.0, 1.0)
+    """
+    mean, lo, hi = t_interval(rates)
+    return mean, max(lo, 0.0), min(hi, 1.0)
+
+
 def summarize_runs(runs: dict[str, list[Path]]) -> dict[str, Any]:
     """Per algorithm: every seed's figures, the final success's mean and 95% t-interval."""
     out: dict[str, Any] = {}
@@ -132,10 +142,10 @@ def summarize_runs(runs: dict[str, list[Path]]) -> dict[str, Any]:
         curve = {}
         for i in iters:
             vals = [s["heldout_curve"][i] for s in seeds if i in s["heldout_curve"]]
-            curve[i] = t_interval(vals) + (len(vals),)
+            curve[i] = _rate_interval(vals) + (len(vals),)
         out[algo] = {
             "seeds": seeds,
-            "final": t_interval(finals) if finals else None,
+            "final": _rate_interval(finals) if finals else None,
             "curve": curve,
         }
     return out

@@ -356,3 +356,17 @@ def _concat_prompts(batches: Sequence[StepBatch], pad_token_id: int) -> dict[str
         ids.append(torch.nn.functional.pad(b.prompt_ids, (gap, 0), value=pad_token_id))
         masks.append(torch.nn.functional.pad(mask, (gap, 0), value=0))
     return {"prompt_ids": torch.cat(ids), "prompt_mask": torch.cat(masks)}
+
+
+def save_batch(batch: StepBatch, path: Any) -> None:
+    """Write ``batch`` as tensors and plain lists only, readable with ``weights_only=True``."""
+    fields = {}
+    for f in dataclasses.fields(batch):
+        value = getattr(batch, f.name)
+        fields[f.name] = value.tolist() if isinstance(value, np.ndarray) else value
+    torch.save(fields, path)
+
+
+def load_batch(path: Any) -> StepBatch:
+    """Read a :func:`save_batch` file; nothing in it is unpickled into code."""
+    return StepBatch(**torch.load(path, weights_only=True))

@@ -63,7 +63,6 @@ def _config(out: Path, model: str, strategy: str):
 
 def make_batch(out: Path, model: str) -> None:
     """One rollout of iteration 1's tasks in one process -> ``out/batch.pt``."""
-    import torch
 
     from algos.backends.base import SamplingParams
     from algos.envs import iteration_seeds
@@ -88,7 +87,9 @@ def make_batch(out: Path, model: str) -> None:
     batch = ro.batch
     if getattr(batch, "trunk_states", None) is not None:
         batch.trunk_states = None  # every run does the full forward (module docstring)
-    torch.save(batch, out / "batch.pt")
+    from algos.batch import save_batch
+
+    save_batch(batch, out / "batch.pt")
 
 
 def worker(out: Path, model: str, strategy: str, repeats: int) -> None:
@@ -102,7 +103,9 @@ def worker(out: Path, model: str, strategy: str, repeats: int) -> None:
     cfg = _config(out, model, strategy)
     s = build_session(cfg, None)
     s.learner.trunk_depth = None  # the full forward in every row of the table
-    batch = torch.load(out / "batch.pt", weights_only=False)  # written by make_batch above
+    from algos.batch import load_batch
+
+    batch = load_batch(out / "batch.pt")  # written by make_batch above
     lo, hi = s.world.env_range(cfg.env.num_tasks, cfg.env.group_size)
     mine = [i for i, t in enumerate(batch.traj_uid.tolist()) if lo <= t < hi]
     local = batch.select(mine) if mine else empty_batch()

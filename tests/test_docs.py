@@ -9,7 +9,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 #: Documents that live outside the repository and must never be cited from it.
-OUTSIDE = re.compile(r"ALGOS_SPEC|DESIGN\.md|STYLE\.md|\.\./shared|\bshared/notes|notes/[\w-]+\.md")
+# (Spelled in pieces so that this file does not itself cite them.)
+_SHARED = "sha" + "red"
+OUTSIDE = re.compile(
+    "|".join(["ALGOS" + "_SPEC", "DES" + r"IGN\.md", "STY" + r"LE\.md", r"\.\./" + _SHARED,
+              r"\b" + _SHARED + "/notes", "no" + r"tes/[\w-]+\.md"])
+)  # fmt: skip
 DOC_REF = re.compile(r"\bdocs/[\w./-]+\.md")
 MD_LINK = re.compile(r"\]\(([^)#\s]+\.md)(?:#[^)]*)?\)")
 
@@ -56,6 +61,6 @@ def test_every_referenced_doc_exists():
 
 
 def test_the_checks_can_fail():
-    assert OUTSIDE.search("see ALGOS_SPEC §3") and OUTSIDE.search("../shared/DESIGN.md")
+    assert OUTSIDE.search("see ALGOS" + "_SPEC §3") and OUTSIDE.search(f"../{_SHARED}/DES" + "IGN.md")
     assert DOC_REF.findall("mirrored in ``docs/env_contract.md``") == ["docs/env_contract.md"]
     assert MD_LINK.findall("[the page](datasets.md#webshop)") == ["datasets.md"]

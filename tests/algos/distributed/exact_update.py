@@ -19,7 +19,6 @@ import json
 import sys
 from pathlib import Path
 
-import torch
 from launch import KEYPAD
 
 #: Settings compared across world sizes: a group estimator, a whitening one with the KL term
@@ -61,7 +60,9 @@ def make(out: Path) -> None:
         rerender_history=True,
     )
     s.close()
-    torch.save(ro.batch, out / "batch.pt")
+    from algos.batch import save_batch
+
+    save_batch(ro.batch, out / "batch.pt")
 
 
 def run_case(out: Path, case: str) -> None:
@@ -75,7 +76,9 @@ def run_case(out: Path, case: str) -> None:
     name, strategy, split = case.split(":")
     cfg = config(out, case.replace(":", "-"), *CONFIGS[name], f"dist.strategy={strategy}")
     s = build_session(cfg, None)
-    batch = torch.load(out / "batch.pt", weights_only=False)  # written by make() above
+    from algos.batch import load_batch
+
+    batch = load_batch(out / "batch.pt")  # written by make() above
     lo, hi = s.world.env_range(cfg.env.num_tasks, cfg.env.group_size)
     if split == "rank0":
         lo, hi = (0, 10**9) if s.world.is_main else (0, 0)

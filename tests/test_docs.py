@@ -61,6 +61,8 @@ def test_every_referenced_doc_exists():
 
 
 def test_the_checks_can_fail():
-    assert OUTSIDE.search("see ALGOS" + "_SPEC §3") and OUTSIDE.search(f"../{_SHARED}/DES" + "IGN.md")
+    assert OUTSIDE.search("see ALGOS" + "_SPEC §3") and OUTSIDE.search(
+        f"../{_SHARED}/DES" + "IGN.md"
+    )
     assert DOC_REF.findall("mirrored in ``docs/env_contract.md``") == ["docs/env_contract.md"]
     assert MD_LINK.findall("[the page](datasets.md#webshop)") == ["datasets.md"]

@@ -109,17 +109,23 @@ def test_generates_ids_and_logprobs_that_transformers_reproduces(
 
 def test_rollout_rows_carry_the_engine_logprobs(engine, tiny):
     """The engine drives the real multi-step rollout; each row's old log-probs are its own."""
-    import gymnasium as gym
+    import functools
+
     import keypad_env
 
+    from agent_gym.vector import make_vec
     from agent_gym.wrappers import ChatPrompt, ParseAction
     from algos.rollout import rollout
 
     model, _ = tiny
-    envs = [
-        ChatPrompt(ParseAction(gym.make(keypad_env.ENV_ID), format="plain"), history_length=1)
-        for _ in range(4)
-    ]
+    envs = make_vec(
+        keypad_env.ENV_ID,
+        4,
+        wrappers=[
+            functools.partial(ParseAction, format="plain"),
+            functools.partial(ChatPrompt, history_length=1),
+        ],
+    )
     ro = rollout(envs, engine, seeds=[3, 3, 4, 4], groups=[0, 0, 1, 1], sampling=SamplingParams(3))
     b = ro.batch
     assert len(b) >= 4 and b.old_log_prob is not None

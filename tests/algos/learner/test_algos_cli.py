@@ -78,3 +78,51 @@ def test_train_plot_and_list(tmp_path):
         "train", str(ROOT / "recipes/test/keypad.toml"), "--set", "algo.nme=x", cwd=tmp_path
     )
     assert bad.returncode == 2 and "valid keys in [algo]" in bad.stderr
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ("env.id='AgentR1/Nope-v0'", "unknown environment 'AgentR1/Nope-v0'"),
+        ("env.kwargs={nope=1}", "does not take them"),
+        ("model.name='nonexistent-model-xyz'", "is not a built-in name (smollm2-135m, tiny-random)"),
+        ("model.name='/no/such/folder'", "nothing is downloaded at run time"),
+    ],
+)
+def test_bad_env_or_model_is_one_line_and_leaves_no_run_directory(tmp_path, override, message):
+    """Env and model names are checked before anything is written (offline: no Hub retries)."""
+    out = _algos(
+        "train",
+        str(ROOT / "recipes/test/keypad.toml"),
+        "--set",
+        override,
+        "--set",
+        f"run.out_dir='{tmp_path / 'runs'}'",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert message in out.stderr and "Traceback" not in out.stderr
+    assert len(out.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "runs").exists()
+
+
+def test_an_iteration_without_rows_says_why(tmp_path):
+    """Every episode hitting the context limit at step 0 trains nothing, and the run says so."""
+    sets = [a for s in KEYPAD for a in ("--set", s.replace("AlgosTest", "keypad_env:AlgosTest"))]
+    out = _algos(
+        "train",
+        str(ROOT / "recipes/test/keypad.toml"),
+        *sets,
+        "--set",
+        "rollout.max_prompt_tokens=8",
+        "--set",
+        "run.iterations=1",
+        "--set",
+        "run.eval_episodes=0",
+        "--set",
+        f"run.out_dir='{tmp_path}'",
+        cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "warning: iteration 1 produced no step rows to train on" in out.stdout + out.stderr
+    assert "context_limit" in out.stdout + out.stderr

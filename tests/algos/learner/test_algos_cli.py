@@ -85,7 +85,10 @@ def test_train_plot_and_list(tmp_path):
     [
         ("env.id='AgentR1/Nope-v0'", "unknown environment 'AgentR1/Nope-v0'"),
         ("env.kwargs={nope=1}", "does not take them"),
-        ("model.name='nonexistent-model-xyz'", "is not a built-in name (smollm2-135m, tiny-random)"),
+        (
+            "model.name='nonexistent-model-xyz'",
+            "is not a built-in name (smollm2-135m, tiny-random)",
+        ),
         ("model.name='/no/such/folder'", "nothing is downloaded at run time"),
     ],
 )

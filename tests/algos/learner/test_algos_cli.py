@@ -27,6 +27,13 @@ def _algos(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def _train_keypad(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
+    """``algos train`` on the Keypad test recipe with the learner tests' settings and ``overrides``."""
+    sets = [s.replace("AlgosTest", "keypad_env:AlgosTest") for s in KEYPAD] + list(overrides)
+    args = [a for s in sets for a in ("--set", s)]
+    return _algos("train", str(ROOT / "recipes/test/keypad.toml"), *args, cwd=tmp_path)
+
+
 def test_unknown_key_lists_the_valid_ones():
     with pytest.raises(ValueError, match=r"unknown key optim.lrr; valid keys in \[optim\]: lr, "):
         load_config(None, ["optim.lrr=1"])
@@ -47,19 +54,7 @@ def test_every_recipe_loads():
 
 
 def test_train_plot_and_list(tmp_path):
-    sets = [a for s in KEYPAD for a in ("--set", s.replace("AlgosTest", "keypad_env:AlgosTest"))]
-    out = _algos(
-        "train",
-        str(ROOT / "recipes/test/keypad.toml"),
-        *sets,
-        "--set",
-        "run.iterations=2",
-        "--set",
-        f"run.out_dir='{tmp_path}'",
-        "--set",
-        "run.name='cli'",
-        cwd=tmp_path,
-    )
+    out = _train_keypad(tmp_path, "run.iterations=2", f"run.out_dir='{tmp_path}'", "run.name='cli'")
     assert out.returncode == 0, out.stderr[-2000:]
     run = tmp_path / "cli"
     for name in (
@@ -111,20 +106,12 @@ def test_bad_env_or_model_is_one_line_and_leaves_no_run_directory(tmp_path, over
 
 def test_an_iteration_without_rows_says_why(tmp_path):
     """Every episode hitting the context limit at step 0 trains nothing, and the run says so."""
-    sets = [a for s in KEYPAD for a in ("--set", s.replace("AlgosTest", "keypad_env:AlgosTest"))]
-    out = _algos(
-        "train",
-        str(ROOT / "recipes/test/keypad.toml"),
-        *sets,
-        "--set",
+    out = _train_keypad(
+        tmp_path,
         "rollout.max_prompt_tokens=8",
-        "--set",
         "run.iterations=1",
-        "--set",
         "run.eval_episodes=0",
-        "--set",
         f"run.out_dir='{tmp_path}'",
-        cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert "warning: iteration 1 produced no step rows to train on" in out.stdout + out.stderr

@@ -57,7 +57,7 @@ COMPACT_PROMPTS = PromptTemplates(
     ),
     user=(
         "Task: {{ task }}\n\n"
-        "{% for h in history %}> {{ h.action }}\n{{ h.observation }}\n\n{% endfor %}"
+        "{% for h in history %}{{ h.observation }}\n> {{ h.action }}\n\n{% endfor %}"
         "{{ observation }}\n\n"
         "{% if admissible_actions %}Commands:\n"
         "{% for a in admissible_actions if a != 'help' %}{{ a }}\n{% endfor %}\n{% endif %}"

@@ -51,6 +51,13 @@ best advances the task. Write it exactly as listed; anything else does nothing.
 
 ALFWORLD_PROMPTS = PromptTemplates(system=SYSTEM, user=USER)
 
+#: Jinja macro shared by the terse prompts: an observation without the TextWorld banner, the
+#: "Your task is to" line and the first room description (its places are the "Go to" list).
+_CLEAN = (
+    "{% macro clean(o) %}{{ o.split('Your task is to:')[0].split(' Looking quickly around you')[0]"
+    " | replace('-= Welcome to TextWorld, ALFRED! =-', '') | trim }}{% endmacro %}"
+)
+
 #: A terse prompt for small models on a CPU budget (``env.prompt =
 #: "agent_gym.envs.alfworld.prompts:TERSE_PROMPTS"``): the task once, the observation without
 #: the TextWorld banner, the repeated task line and the first room description (its places are
@@ -61,10 +68,9 @@ ALFWORLD_PROMPTS = PromptTemplates(system=SYSTEM, user=USER)
 TERSE_PROMPTS = PromptTemplates(
     system="You act in a house. Reply with one command.",
     user=(
-        "Task: {{ task }}\n"
-        "{% for h in history %}> {{ h.action }}\n{{ h.observation }}\n{% endfor %}"
-        "{{ observation.split('Your task is to:')[0].split(' Looking quickly around you')[0]"
-        " | replace('-= Welcome to TextWorld, ALFRED! =-', '') | trim }}\n"
+        _CLEAN + "Task: {{ task }}\n"
+        "{% for h in history %}{{ clean(h.observation) }}\n> {{ h.action }}\n{% endfor %}"
+        "{{ clean(observation) }}\n"
         "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
         "{% if not loop.last %}, {% endif %}{% endfor %}\n"
         "Other: {% for a in admissible_actions if not a.startswith(('go to ', 'examine ')) "
@@ -83,13 +89,12 @@ TERSE_PROMPTS = PromptTemplates(
 FOCUSED_PROMPTS = PromptTemplates(
     system=TERSE_PROMPTS.system,
     user=(
-        "{% set w = task.rstrip('.').split(' ') %}"
+        _CLEAN + "{% set w = task.rstrip('.').split(' ') %}"
         "{% set obj = w[2] if w | length == 5 and w[0] == 'put' and w[3] in ('in', 'on') else '' %}"
         "{% set dest = w[4] if obj else '' %}"
         "Task: {{ task }}\n"
-        "{% for h in history %}> {{ h.action }}\n{{ h.observation }}\n{% endfor %}"
-        "{{ observation.split('Your task is to:')[0].split(' Looking quickly around you')[0]"
-        " | replace('-= Welcome to TextWorld, ALFRED! =-', '') | trim }}\n"
+        "{% for h in history %}{{ clean(h.observation) }}\n> {{ h.action }}\n{% endfor %}"
+        "{{ clean(observation) }}\n"
         "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
         "{% if not loop.last %}, {% endif %}{% endfor %}\n"
         "Other: {% for a in admissible_actions if not a.startswith(('go to ', 'examine ')) "

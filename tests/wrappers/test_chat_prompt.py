@@ -200,7 +200,7 @@ def test_compact_prompt_lists_the_commands_last() -> None:
     )
     assert user(messages) == (
         "Task: Make the counter equal 3, then submit.\n\n"
-        "> add 1\nThe counter is 0.\n\n"
+        "The counter is 0.\n> add 1\n\n"  # the observation, then the command sent on it
         "The counter is 1.\n\n"
         "Commands:\nadd 1\nadd 2\nsubmit\n\n"
         "Copy the one command that best advances the task:"

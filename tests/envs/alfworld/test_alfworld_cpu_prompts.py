@@ -48,3 +48,28 @@ def test_focused_lists_only_the_tasks_object_and_receptacle():
             if a.startswith(("open ", "close ")):
                 assert a in other
     assert task is not None
+
+
+
+def _shown(observation: str) -> str:
+    """An observation as the terse prompts show it (no banner, task line or room list)."""
+    text = observation.split("Your task is to:")[0].split(" Looking quickly around you")[0]
+    return text.replace("-= Welcome to TextWorld, ALFRED! =-", "").strip()
+
+
+@pytest.mark.parametrize("templates", [TERSE_PROMPTS, FOCUSED_PROMPTS])
+def test_history_shows_each_command_after_the_observation_it_answered(templates):
+    env = gym.make("AgentR1/ALFWorld-v0", task_types=["pick_and_place_simple"])
+    wrapped = ChatPrompt(ParseAction(env, format="plain"), history_length=2,
+                         action_format="plain", templates=templates)  # fmt: skip
+    wrapped.reset(seed=0)
+    for _ in range(3):
+        obs, *_ = wrapped.step(env.unwrapped.expert_action())
+    text = obs[1]["content"]
+    (o1, a1), (o2, a2) = ((h["observation"], h["action"]) for h in wrapped.history)
+    wrapped.close()
+    assert "Welcome to TextWorld" not in text and text.count("Your task is to") == 0
+    # Reading order: observation, > the command sent on it, its result, > the next command, ...
+    order = [text.index(_shown(o1)), text.index("> " + a1), text.index(_shown(o2)),
+             text.index("> " + a2)]  # fmt: skip
+    assert order == sorted(order), text

@@ -19,6 +19,8 @@ shapes them, so the second run of a recipe reads them back in a second.
 
 from __future__ import annotations
 
+import importlib
+
 import json
 import random
 import re
@@ -115,10 +117,37 @@ def demo_key(cfg: Config, tokenizer_name: str, episodes: int, seed: int) -> str:
     }  # fmt: skip
     return params_key(
         {
-            "env": shaping, "tokenizer": tokenizer_name, "episodes": episodes, "seed": seed,
-            "noise": s.noise, "max_prompt_tokens": r.max_prompt_tokens, "version": 1,
+            "env": shaping, "templates": _template_text(e.prompt, e.id),
+            "tokenizer": tokenizer_name, "episodes": episodes, "seed": seed, "noise": s.noise,
+            "max_prompt_tokens": r.max_prompt_tokens, "version": 1,
         }
     )  # fmt: skip
+
+
+def _template_text(prompt: str, env_id: str) -> list[str] | None:
+    """The prompt's template text, so that editing a template invalidates cached demos.
+
+    ``env.prompt = "env"`` reads the env class's ``prompt_templates`` (a registered id or
+    ``module:Class``); None when the class cannot be found without building the env (the key
+    then has only the setting's name).
+    """
+    import gymnasium as gym
+
+    from algos.envs import prompt_templates, resolve_env
+
+    templates = prompt_templates(prompt)
+    if templates is None:
+        try:
+            entry = env_id if ":" in env_id else gym.spec(resolve_env(env_id)).entry_point
+            if isinstance(entry, str):
+                module, _, name = entry.partition(":")
+                entry = getattr(importlib.import_module(module), name)
+            templates = getattr(entry, "prompt_templates", None)
+        except Exception:  # noqa: BLE001 - a custom env the registry does not know
+            templates = None
+    if templates is None or not hasattr(templates, "user"):
+        return None
+    return [templates.system, templates.user]
 
 
 def load_or_make_demos(

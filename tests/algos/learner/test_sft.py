@@ -11,7 +11,7 @@ from conftest import KEYPAD
 from agent_gym.core import ToolSpec
 from agent_gym.wrappers.action_formats import parse_calls
 from algos.config import load_config
-from algos.demos import check_split, load_or_make_demos, render_action
+from algos.demos import check_split, demo_key, load_or_make_demos, render_action
 from algos.eval import evaluate, open_policy
 from algos.metrics import read_metrics
 from algos.models import load_tokenizer
@@ -42,6 +42,20 @@ def test_demonstrations_are_the_rollouts_prompts_and_never_the_heldout_split(tmp
     bad = load_config(None, [*SFT, "env.kwargs={split='test'}", "env.eval_kwargs={split='test'}"])
     with pytest.raises(ValueError, match="also the evaluation split"):
         check_split(bad)
+
+
+def test_editing_a_prompt_template_invalidates_the_cached_demonstrations(monkeypatch):
+    from agent_gym.core import PromptTemplates
+    from agent_gym.wrappers import chat_prompt
+
+    for prompt, owner, attr in [("compact", chat_prompt, "COMPACT_PROMPTS"),
+                                ("env", None, "prompt_templates")]:  # fmt: skip
+        cfg = load_config(None, [*SFT, f"env.prompt='{prompt}'"])
+        if owner is None:
+            from keypad_env import KeypadEnv as owner  # the env's own templates
+        before = demo_key(cfg, "tiny-random", 3, 1)
+        monkeypatch.setattr(owner, attr, PromptTemplates("edited", "{{ task }}"), raising=False)
+        assert demo_key(cfg, "tiny-random", 3, 1) != before, prompt
 
 
 def test_cloning_lowers_heldout_nll_and_raises_success(tmp_path):

@@ -20,7 +20,6 @@ shapes them, so the second run of a recipe reads them back in a second.
 from __future__ import annotations
 
 import importlib
-
 import json
 import random
 import re
@@ -119,7 +118,7 @@ def demo_key(cfg: Config, tokenizer_name: str, episodes: int, seed: int) -> str:
         {
             "env": shaping, "templates": _template_text(e.prompt, e.id),
             "tokenizer": tokenizer_name, "episodes": episodes, "seed": seed, "noise": s.noise,
-            "max_prompt_tokens": r.max_prompt_tokens, "version": 1,
+            "expert": s.expert, "max_prompt_tokens": r.max_prompt_tokens, "version": 1,
         }
     )  # fmt: skip
 
@@ -192,9 +191,10 @@ def make_demos(
     rng = random.Random(seed)
     venv = make_envs(cfg, 1, mode="sync")
     env = venv.envs[0]
-    if not callable(getattr(env.unwrapped, "expert_action", None)):
+    expert = getattr(env.unwrapped, cfg.sft.expert, None)
+    if not cfg.sft.expert.isidentifier() or not callable(expert):
         venv.close()
-        raise ValueError(f"sft: {cfg.env.id} has no scripted expert (expert_action)")
+        raise ValueError(f"sft: {cfg.env.id} has no scripted expert sft.expert={cfg.sft.expert!r}")
     fmt = cfg.env.action_format
     tools = env.get_wrapper_attr("tools") if fmt == "tool_call" else ()
     eos = tokenizer.eos_token_id
@@ -206,7 +206,7 @@ def make_demos(
             obs, info = env.reset(seed=rng.randrange(2**31))
             start, step, won = len(demos), 0, False
             while cap is None or step < cap:
-                command = env.unwrapped.expert_action()
+                command = expert()
                 if command is None:
                     break
                 noisy = cfg.sft.noise > 0 and rng.random() < cfg.sft.noise

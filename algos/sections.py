@@ -213,6 +213,9 @@ class SftConfig:
     """Demonstration steps per optimiser step (micro-batched by optim.micro_batch_size)."""
     seed: int = 7
     """Seed of the demonstrations' task draws (and of the noise)."""
+    expert: str = "expert_action"
+    """The env method that gives the demonstrator's next command (ALFWorld also has
+    ``search_expert_action``: an expert that must search for the object, as the policy must)."""
 
 
 @dataclass

@@ -172,6 +172,8 @@ class ALFWorldEnv(TextEnv):
         self._task = obs.split(TASK_PREFIX, 1)[1].strip() if TASK_PREFIX in obs else ""
         self._anchor, self._admissible, self._won = obs, admissible, won
         self._last_obs = obs
+        self._searched: set[str] = set()  # places whose inside the agent has been shown
+        self._holding = False  # the agent picked up an object of the goal's type
         return obs, self._info()
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -186,6 +188,7 @@ class ALFWorldEnv(TextEnv):
             obs, self._admissible, self._won = self._engine.step(command)
             obs = self._anchor = self._observation(obs)
             self._advance_plan(command)
+            self._note_search(command, obs)
         else:
             # Not admissible: TextWorld would answer "Nothing happens." without changing the
             # state, so the engine is not called at all.
@@ -236,6 +239,71 @@ class ALFWorldEnv(TextEnv):
             self.expert_source = "fast_downward"
         self._plan = plan
         return list(plan)
+
+    def search_expert_action(self) -> str | None:
+        """Next command of an expert that must search for the object (``None`` once won).
+
+        :meth:`expert_action` knows where the task's object is and walks straight to it; a
+        policy that sees only the text cannot, so cloning it teaches guesses. This expert knows
+        only what the agent has been shown: until an object of the goal's type is in view, it
+        opens the closed receptacle it stands at, else goes to the first place, in the order
+        the env lists them, whose inside it has not been shown yet; it takes the object as soon
+        as one can be taken; in ``pick_and_place_simple`` games it then carries it to the first
+        listed place of the goal's receptacle type (opening it if closed) and puts it down, in
+        the other task types it follows :meth:`expert_action` from there. Games whose goal
+        cannot be read, and look-at-in-light games, get :meth:`expert_action` throughout.
+        """
+        if self._record is None:
+            raise RuntimeError("call reset() before asking for the expert")
+        if self._won:
+            return None
+        if self._goal is None or self._goal.recep is None:
+            return self.expert_action()
+        name = self._goal.obj.removesuffix("type")
+        if self._holding and self._goal.task_type == "pick_and_place_simple":
+            return self._carry_to(self._goal.recep.removesuffix("type"), name)
+        if self._holding:  # cleaning, heating, cooling or a second object: the expert's plan
+            return self.expert_action()
+        for a in self._admissible:
+            words = a.split()
+            if a.startswith(f"take {name} ") and len(words) > 2 and words[2].isdigit():
+                return a
+        for a in self._admissible:
+            if (
+                a.startswith("open ")
+                and a[5:] not in self._searched
+                and f"go to {a[5:]}" not in self._admissible
+            ):
+                return a  # the closed receptacle the agent stands at
+        for a in self._admissible:
+            if a.startswith("go to ") and a[6:] not in self._searched:
+                return a
+        return self.expert_action()  # looked everywhere (the object is elsewhere, e.g. held)
+
+    def _carry_to(self, dest: str, name: str) -> str | None:
+        """Put the carried object down at the first listed place of type ``dest``."""
+        for a in self._admissible:
+            words = a.split(" to ")
+            if a.startswith(f"move {name} ") and len(words) == 2 and words[1].split()[0] == dest:
+                return a
+        for a in self._admissible:  # a closed receptacle of the goal's type, here
+            if a.startswith(f"open {dest} ") and f"go to {a[5:]}" not in self._admissible:
+                return a
+        for a in self._admissible:
+            if a.startswith(f"go to {dest} "):
+                return a
+        return self.expert_action()
+
+    def _note_search(self, command: str, obs: str) -> None:
+        """Track what :meth:`search_expert_action` knows from a valid command's result."""
+        if command.startswith(("go to ", "open ")) and "you see" in obs:
+            self._searched.add(
+                command.split(" ", 2)[-1] if command.startswith("go to ") else command[5:]
+            )
+        if self._goal is not None and command.startswith(
+            f"take {self._goal.obj.removesuffix('type')} "
+        ):
+            self._holding = True
 
     def _advance_plan(self, command: str) -> None:
         if self._plan and command == self._plan[0]:

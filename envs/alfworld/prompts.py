@@ -104,3 +104,42 @@ FOCUSED_PROMPTS = PromptTemplates(
         "{{ a }}{% if not loop.last %}; {% endif %}{% endfor %}"
     ),
 )
+
+#: Jinja: ``ns.searched``, the places the agent's own earlier commands have shown the inside of
+#: (a ``go to X`` or ``open X`` whose result lists what is there: "... you see ..."). It reads
+#: the history's commands and their results only, never the game's state.
+_SEARCHED = (
+    "{% set ns = namespace(searched=[]) %}"
+    "{% for h in history %}"
+    "{% set result = observation if loop.last else history[loop.index0 + 1].observation %}"
+    "{% if 'you see' in result and h.action.startswith(('go to ', 'open ')) %}"
+    "{% set ns.searched = ns.searched + [h.action.split(' ', 2)[-1] if h.action.startswith('go to ')"
+    " else h.action[5:]] %}"
+    "{% endif %}{% endfor %}"
+)
+
+#: :data:`FOCUSED_PROMPTS` for a policy without memory: instead of showing the history, it marks
+#: each place the agent has already looked into as ``(searched)`` in the "Go to" list
+#: (``env.prompt = "agent_gym.envs.alfworld.prompts:SEARCH_PROMPTS"``, with ``env.history_length``
+#: at least the episode's step limit, so that the whole episode is remembered; the history
+#: itself is not shown). A search task is then nearly Markov in the prompt: where the agent is,
+#: what is here and where it has looked (what it carries shows only in the step that picked it up). Like FOCUSED_PROMPTS, it reads only what
+#: the agent saw, never the game's state.
+SEARCH_PROMPTS = PromptTemplates(
+    system=TERSE_PROMPTS.system,
+    user=(
+        _CLEAN + _SEARCHED + "{% set w = task.rstrip('.').split(' ') %}"
+        "{% set obj = w[2] if w | length == 5 and w[0] == 'put' and w[3] in ('in', 'on') else '' %}"
+        "{% set dest = w[4] if obj else '' %}"
+        "Task: {{ task }}\n"
+        "{{ clean(observation) }}\n"
+        "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
+        "{% if a[6:] in ns.searched %} (searched){% endif %}"
+        "{% if not loop.last %}, {% endif %}{% endfor %}\n"
+        "Other: {% for a in admissible_actions if not a.startswith(('go to ', 'examine ')) "
+        "and a not in ('help', 'look', 'inventory') and (not obj "
+        "or not a.startswith(('take ', 'move ')) or a.startswith('take ' ~ obj ~ ' ') "
+        "or (a.startswith('move ' ~ obj ~ ' ') and (' to ' ~ dest ~ ' ') in a ~ ' ')) %}"
+        "{{ a }}{% if not loop.last %}; {% endif %}{% endfor %}"
+    ),
+)

@@ -44,6 +44,12 @@ def test_demonstrations_are_the_rollouts_prompts_and_never_the_heldout_split(tmp
         check_split(bad)
 
 
+def test_an_env_without_the_named_expert_is_one_clear_error():
+    cfg = load_config(None, [*SFT, "sft.expert='search_expert_action'"])  # ALFWorld's, not Keypad's
+    with pytest.raises(ValueError, match="sft.expert='search_expert_action'"):
+        load_or_make_demos(cfg, load_tokenizer("tiny-random"), 3, seed=1, progress=False)
+
+
 def test_editing_a_prompt_template_invalidates_the_cached_demonstrations(monkeypatch):
     from agent_gym.core import PromptTemplates
     from agent_gym.wrappers import chat_prompt

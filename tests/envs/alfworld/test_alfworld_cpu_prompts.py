@@ -6,7 +6,7 @@ import gymnasium as gym
 import pytest
 
 import agent_gym  # noqa: F401
-from agent_gym.envs.alfworld.prompts import FOCUSED_PROMPTS, TERSE_PROMPTS
+from agent_gym.envs.alfworld.prompts import FOCUSED_PROMPTS, SEARCH_PROMPTS, TERSE_PROMPTS
 from agent_gym.wrappers import ChatPrompt, ParseAction
 
 
@@ -50,7 +50,6 @@ def test_focused_lists_only_the_tasks_object_and_receptacle():
     assert task is not None
 
 
-
 def _shown(observation: str) -> str:
     """An observation as the terse prompts show it (no banner, task line or room list)."""
     text = observation.split("Your task is to:")[0].split(" Looking quickly around you")[0]
@@ -73,3 +72,33 @@ def test_history_shows_each_command_after_the_observation_it_answered(templates)
     order = [text.index(_shown(o1)), text.index("> " + a1), text.index(_shown(o2)),
              text.index("> " + a2)]  # fmt: skip
     assert order == sorted(order), text
+
+
+class _LastText(gym.Wrapper):
+    """Keeps the raw text of the last observation."""
+
+    def step(self, action):
+        out = super().step(action)
+        self.text = out[0]
+        return out
+
+
+def test_search_prompt_marks_the_places_looked_into_and_shows_no_history():
+    env = gym.make("AgentR1/ALFWorld-v0", task_types=["pick_and_place_simple"])
+    last = _LastText(ParseAction(env, format="plain"))
+    wrapped = ChatPrompt(last, history_length=10, action_format="plain", templates=SEARCH_PROMPTS)
+    _, info = wrapped.reset(seed=5)
+    looked, closed = [], []  # places whose inside was shown / that were closed
+    for _ in range(6):
+        place = next(a[6:] for a in info["admissible_actions"] if a.startswith("go to ")
+                     and a[6:] not in looked + closed)  # fmt: skip
+        obs, _, _, _, info = wrapped.step("go to " + place)
+        (looked if "you see" in last.text else closed).append(place)
+    text = obs[1]["content"]
+    wrapped.close()
+    assert "> " not in text and text.count(info["task"]) == 1
+    for place in text.split("Go to: ")[1].split("\n")[0].split(", "):
+        name = place.removesuffix(" (searched)")
+        assert place.endswith(" (searched)") == (name in looked), (place, text)
+    assert len(looked) > 1 and closed, "seed 5 shows open and closed places"
+

@@ -274,3 +274,26 @@ def test_fast_downward_replanner_option() -> None:
         *_, info = env.step(action)
     assert info["won"]
     env.close()
+
+
+def test_search_expert_looks_before_it_takes_and_wins_given_the_steps() -> None:
+    # The searching demonstrator: it never heads for the object before seeing it, and with
+    # enough steps it finds it and finishes like the expert.
+    env = ALFWorldEnv(task_types=["pick_and_place_simple"])
+    for seed in range(4):
+        _, info = env.reset(seed=seed)
+        name = env._goal.obj.removesuffix("type")
+        first = env.search_expert_action()
+        assert first == next(a for a in info["admissible_actions"] if a.startswith("go to "))
+        seen = False
+        for _ in range(80):
+            action = env.search_expert_action()
+            if action.startswith(f"take {name} "):
+                assert seen, "it took the object only once it was shown"
+            obs, _, terminated, _, info = env.step(action)
+            seen = seen or f"{name} " in obs
+            if terminated:
+                break
+        assert info["won"], info["task_id"]
+        assert env.search_expert_action() is None
+    env.close()

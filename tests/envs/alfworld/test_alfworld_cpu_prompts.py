@@ -101,4 +101,3 @@ def test_search_prompt_marks_the_places_looked_into_and_shows_no_history():
         name = place.removesuffix(" (searched)")
         assert place.endswith(" (searched)") == (name in looked), (place, text)
     assert len(looked) > 1 and closed, "seed 5 shows open and closed places"
-

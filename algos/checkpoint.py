@@ -327,7 +327,9 @@ def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: 
                 f"{model_name!r}: set model.name to the same model"
             )
         if other.get("init"):
-            load_init(model, Path(other["init"]), model_name, _depth + 1)
+            # "sft": that run cloned the expert first, into its own sft/ stage directory
+            start = run_dir / "sft" if other["init"] == "sft" else Path(other["init"])
+            load_init(model, start, model_name, _depth + 1)
     path = latest_checkpoint(run_dir)
     if path is None:
         raise FileNotFoundError(

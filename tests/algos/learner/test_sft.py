@@ -86,3 +86,6 @@ def test_rl_starts_from_the_cloned_policy(tmp_path):
     assert (run / "sft" / "sft.json").is_file()
     assert evals["before"]["success_rate"] > 0.8  # RL's starting point is the cloned policy
     assert set(evals) >= {"random", "before", "after"}
+    # `algos eval --policy run:DIR` of the pipeline's run: clone, then the RL weights on top
+    again = evaluate(cfg, open_policy(f"run:{run}", cfg), 16)
+    assert again["success_rate"] == evals["after"]["success_rate"]

@@ -297,9 +297,7 @@ class ALFWorldEnv(TextEnv):
     def _note_search(self, command: str, obs: str) -> None:
         """Track what :meth:`search_expert_action` knows from a valid command's result."""
         if command.startswith(("go to ", "open ")) and "you see" in obs:
-            self._searched.add(
-                command.split(" ", 2)[-1] if command.startswith("go to ") else command[5:]
-            )
+            self._searched.add(command.removeprefix("go to ").removeprefix("open "))
         if self._goal is not None and command.startswith(
             f"take {self._goal.obj.removesuffix('type')} "
         ):

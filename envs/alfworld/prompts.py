@@ -79,6 +79,24 @@ TERSE_PROMPTS = PromptTemplates(
     ),
 )
 
+#: Jinja: ``obj`` and ``dest``, the object and receptacle of a "put a/some X in/on Y." task
+#: ('' for any other task sentence).
+_TASK_WORDS = (
+    "{% set w = task.rstrip('.').split(' ') %}"
+    "{% set obj = w[2] if w | length == 5 and w[0] == 'put' and w[3] in ('in', 'on') else '' %}"
+    "{% set dest = w[4] if obj else '' %}"
+)
+
+#: Jinja: the "Other" line of the focused prompts: every command but the places, the looking
+#: ones and take/put commands for anything but ``obj`` and ``dest``.
+_FOCUSED_OTHER = (
+    "Other: {% for a in admissible_actions if not a.startswith(('go to ', 'examine ')) "
+    "and a not in ('help', 'look', 'inventory') and (not obj "
+    "or not a.startswith(('take ', 'move ')) or a.startswith('take ' ~ obj ~ ' ') "
+    "or (a.startswith('move ' ~ obj ~ ' ') and (' to ' ~ dest ~ ' ') in a ~ ' ')) %}"
+    "{{ a }}{% if not loop.last %}; {% endif %}{% endfor %}"
+)
+
 #: :data:`TERSE_PROMPTS` with the pick-up and put-down commands narrowed to the task's own object
 #: and receptacle (``env.prompt = "agent_gym.envs.alfworld.prompts:FOCUSED_PROMPTS"``): for "put
 #: a pen in coffeetable." only ``take pen ...`` and ``move ... to coffeetable ...`` are listed
@@ -89,19 +107,11 @@ TERSE_PROMPTS = PromptTemplates(
 FOCUSED_PROMPTS = PromptTemplates(
     system=TERSE_PROMPTS.system,
     user=(
-        _CLEAN + "{% set w = task.rstrip('.').split(' ') %}"
-        "{% set obj = w[2] if w | length == 5 and w[0] == 'put' and w[3] in ('in', 'on') else '' %}"
-        "{% set dest = w[4] if obj else '' %}"
-        "Task: {{ task }}\n"
+        _CLEAN + _TASK_WORDS + "Task: {{ task }}\n"
         "{% for h in history %}{{ clean(h.observation) }}\n> {{ h.action }}\n{% endfor %}"
         "{{ clean(observation) }}\n"
         "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
-        "{% if not loop.last %}, {% endif %}{% endfor %}\n"
-        "Other: {% for a in admissible_actions if not a.startswith(('go to ', 'examine ')) "
-        "and a not in ('help', 'look', 'inventory') and (not obj "
-        "or not a.startswith(('take ', 'move ')) or a.startswith('take ' ~ obj ~ ' ') "
-        "or (a.startswith('move ' ~ obj ~ ' ') and (' to ' ~ dest ~ ' ') in a ~ ' ')) %}"
-        "{{ a }}{% if not loop.last %}; {% endif %}{% endfor %}"
+        "{% if not loop.last %}, {% endif %}{% endfor %}\n" + _FOCUSED_OTHER
     ),
 )
 
@@ -123,23 +133,15 @@ _SEARCHED = (
 #: (``env.prompt = "agent_gym.envs.alfworld.prompts:SEARCH_PROMPTS"``, with ``env.history_length``
 #: at least the episode's step limit, so that the whole episode is remembered; the history
 #: itself is not shown). A search task is then nearly Markov in the prompt: where the agent is,
-#: what is here and where it has looked (what it carries shows only in the step that picked it up). Like FOCUSED_PROMPTS, it reads only what
-#: the agent saw, never the game's state.
+#: what is here and where it has looked (what it carries shows only in the step that picked it
+#: up). Like FOCUSED_PROMPTS, it reads only what the agent saw, never the game's state.
 SEARCH_PROMPTS = PromptTemplates(
     system=TERSE_PROMPTS.system,
     user=(
-        _CLEAN + _SEARCHED + "{% set w = task.rstrip('.').split(' ') %}"
-        "{% set obj = w[2] if w | length == 5 and w[0] == 'put' and w[3] in ('in', 'on') else '' %}"
-        "{% set dest = w[4] if obj else '' %}"
-        "Task: {{ task }}\n"
+        _CLEAN + _SEARCHED + _TASK_WORDS + "Task: {{ task }}\n"
         "{{ clean(observation) }}\n"
         "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
         "{% if a[6:] in ns.searched %} (searched){% endif %}"
-        "{% if not loop.last %}, {% endif %}{% endfor %}\n"
-        "Other: {% for a in admissible_actions if not a.startswith(('go to ', 'examine ')) "
-        "and a not in ('help', 'look', 'inventory') and (not obj "
-        "or not a.startswith(('take ', 'move ')) or a.startswith('take ' ~ obj ~ ' ') "
-        "or (a.startswith('move ' ~ obj ~ ' ') and (' to ' ~ dest ~ ' ') in a ~ ' ')) %}"
-        "{{ a }}{% if not loop.last %}; {% endif %}{% endfor %}"
+        "{% if not loop.last %}, {% endif %}{% endfor %}\n" + _FOCUSED_OTHER
     ),
 )

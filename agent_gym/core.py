@@ -148,6 +148,8 @@ class TextEnv(gym.Env[str, str]):
         tools: Tools for the Hermes tool-call action format.
         prompt_templates: Default chat prompt (see :class:`PromptTemplates`).
         max_parallel_calls: How many commands one action may hold (one per line).
+        num_tasks: How many tasks ``reset(seed=...)`` draws from (the split's pool), or None
+            where unknown; held-out evaluation uses it to stop looking for more distinct tasks.
     """
 
     metadata: ClassVar[dict[str, Any]] = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -155,6 +157,11 @@ class TextEnv(gym.Env[str, str]):
     tools: ClassVar[tuple[ToolSpec, ...]] = (ENV_STEP_TOOL,)
     prompt_templates: ClassVar[PromptTemplates] = PromptTemplates(GENERIC_SYSTEM, GENERIC_USER)
     max_parallel_calls: ClassVar[int] = 1
+
+    @property
+    def num_tasks(self) -> int | None:
+        """How many tasks ``reset(seed=...)`` draws from; None (unknown) unless overridden."""
+        return None
 
     def __init__(
         self,

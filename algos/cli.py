@@ -81,6 +81,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from algos.config import load_config
+    from algos.envs import eval_seeds
     from algos.eval import (
         REFERENCE_AGENTS,
         evaluate,
@@ -102,7 +103,8 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
         rows.append((spec, result))
         results[spec] = result
-    print(f"\n{cfg.env.id}, {args.episodes} held-out tasks (seeds {cfg.env.eval_seed}+):")
+    n = len(eval_seeds(cfg, args.episodes))
+    print(f"\n{cfg.env.id}, {n} distinct held-out tasks (seeds from {cfg.env.eval_seed}):")
     print(table(rows))
     for spec, result in rows:
         for name, block in result.get("per_task_type", {}).items():

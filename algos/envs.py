@@ -137,9 +137,66 @@ def iteration_seeds(cfg: Config, iteration: int) -> tuple[list[int], list[int]]:
 
 
 def eval_seeds(cfg: Config, episodes: int) -> list[int]:
-    """The held-out task list: ``env.eval_seed + i`` for ``i < episodes``.
+    """The held-out task list: one seed per distinct task, at most ``episodes`` of them.
 
-    Every evaluation of a config (the random agent, the expert, the untrained and the trained
-    model) plays exactly these tasks, from ``env.eval_kwargs``' split.
+    Seeds ``env.eval_seed + j`` are tried in order and a seed is kept when its reset starts a
+    task (``info["task_id"]``) no kept seed started: a split's tasks are drawn with
+    replacement, and greedy play of a repeated task repeats its episode, which an interval over
+    episodes would count twice. A split with fewer tasks than ``episodes`` gives a shorter list
+    (all of its tasks; a warning says so). The search stops at the env's ``num_tasks`` where it
+    has one, else after ``50 x episodes`` seeds. Every evaluation of a config (the random agent,
+    the expert, the untrained and the trained model) plays exactly these tasks, from
+    ``env.eval_kwargs``' split; the list is computed once per process.
     """
-    return [cfg.env.eval_seed + i for i in range(episodes)]
+    import json
+
+    key = json.dumps(
+        [cfg.env.id, env_kwargs(cfg, evaluation=True), cfg.env.eval_seed, episodes],
+        sort_keys=True,
+        default=repr,
+    )
+    if key not in _EVAL_SEEDS:
+        _EVAL_SEEDS[key] = _distinct_task_seeds(cfg, episodes)
+    return list(_EVAL_SEEDS[key])
+
+
+#: eval_seeds' lists by (env id, eval kwargs, first seed, episodes).
+_EVAL_SEEDS: dict[str, list[int]] = {}
+
+
+def _distinct_task_seeds(cfg: Config, episodes: int) -> list[int]:
+    import warnings
+
+    import gymnasium as gym
+
+    from algos.metrics import progress_bar
+
+    env = gym.make(resolve_env(cfg.env.id), **env_kwargs(cfg, evaluation=True))
+    bar = None
+    try:
+        total = getattr(env.unwrapped, "num_tasks", None)
+        wanted = episodes if total is None else min(episodes, total)
+        bar = progress_bar(cfg.run.progress, "held-out tasks", total=wanted, unit="task")
+        seen: set[str] = set()
+        seeds: list[int] = []
+        for seed in range(cfg.env.eval_seed, cfg.env.eval_seed + 50 * episodes):
+            if len(seeds) >= wanted:
+                break
+            _, info = env.reset(seed=seed)
+            task = str(info.get("task_id", seed))  # an env without task ids: every seed counts
+            if task not in seen:
+                seen.add(task)
+                seeds.append(seed)
+                if bar is not None:
+                    bar.update(1)
+    finally:
+        env.close()
+        if bar is not None:
+            bar.close()
+    if len(seeds) < episodes:
+        warnings.warn(
+            f"{cfg.env.id} {env_kwargs(cfg, evaluation=True)}: {len(seeds)} distinct held-out "
+            f"tasks, not the {episodes} asked for; evaluating each once (n={len(seeds)})",
+            stacklevel=3,
+        )
+    return seeds

@@ -1,7 +1,8 @@
 """Evaluation on one fixed held-out task list, for every kind of policy.
 
-The tasks are ``env.eval_seed + i`` from ``env.eval_kwargs``' split (:func:`algos.envs.eval_seeds`);
-each row of a result table is one policy on exactly those tasks:
+The tasks are distinct tasks of ``env.eval_kwargs``' split, drawn by seeds from
+``env.eval_seed`` on, each played once (:func:`algos.envs.eval_seeds`); each row of a result
+table is one policy on exactly those tasks:
 
 * ``random``: uniform over ``info["admissible_actions"]`` (:class:`agent_gym.RandomAgent`);
 * ``expert``: the env's scripted ``expert_action()`` (an upper reference);
@@ -40,6 +41,7 @@ def evaluate(cfg: Config, backend: Any, episodes: int, *, progress: bool = False
     """
     r = cfg.rollout
     seeds = eval_seeds(cfg, episodes)
+    episodes = len(seeds)  # fewer where the split has fewer distinct tasks
     width = max(min(episodes, r.max_batch_size), 1)
     done: list[Episode] = []
     venv = make_envs(cfg, width, evaluation=True)
@@ -93,10 +95,11 @@ def evaluate_agent(
     except ValueError:
         env.close()
         raise
-    bar = progress_bar(progress, f"eval ({agent})", total=episodes, unit="episode")
+    seeds = eval_seeds(cfg, episodes)
+    bar = progress_bar(progress, f"eval ({agent})", total=len(seeds), unit="episode")
     done = []
     try:
-        for seed in eval_seeds(cfg, episodes):
+        for seed in seeds:
             done.append(run_episode(env, player, seed=seed, max_steps=cfg.env.max_steps or None))
             if bar is not None:
                 bar.update(1)

@@ -54,7 +54,7 @@ class EnvConfig:
     eval_kwargs: dict[str, Any] = field(default_factory=dict)
     """Constructor keywords overriding ``kwargs`` for evaluation (e.g. another split)."""
     eval_seed: int = 1_000_000
-    """First task seed of the evaluation episodes (disjoint from training seeds)."""
+    """First seed tried for the held-out tasks (disjoint from training seeds; each task once)."""
 
 
 @dataclass
@@ -180,7 +180,7 @@ class RunConfig:
     save_every: int = 1
     """Write a checkpoint every N iterations (0 = only the final one)."""
     eval_episodes: int = 0
-    """Held-out evaluation episodes before and after training (0 = none)."""
+    """Distinct held-out tasks played before and after training, each once (0 = none)."""
     threads: int = 0
     """torch CPU threads (0 = torch's default: OMP_NUM_THREADS or the cores); figures depend on it."""
     eval_every: int = 0

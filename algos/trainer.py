@@ -419,7 +419,10 @@ def _eval_table(summary: dict[str, Any]) -> str:
              "after": "policy after"}  # fmt: skip
     rows = [(names[k], summary[k]) for k in names if k in summary]
     n = summary["after"]["episodes"]
-    return f"held-out evaluation ({n} episodes, the same tasks for every row):\n" + table(rows)
+    return (
+        f"held-out evaluation ({n} distinct tasks, each played once, the same for every row):\n"
+        + table(rows)
+    )
 
 
 def _backend_rng(backend: Any) -> dict[str, torch.Tensor]:

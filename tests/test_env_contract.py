@@ -149,6 +149,12 @@ def test_same_seed_same_task_different_seed_varies(env_id: str) -> None:
         obs_b, info_b = env.reset(seed=seed)
         assert (obs_a, info_a["task_id"]) == (obs_b, info_b["task_id"])
         ids.add(info_a["task_id"])
+    # num_tasks is the size of the pool the seed draws from (held-out evaluation's stop rule);
+    # agent-gym's own envs know it, an env served elsewhere may not (None).
+    num_tasks = getattr(env.unwrapped, "num_tasks", None)
+    if env_id in agent_gym.ENV_IDS:
+        assert isinstance(num_tasks, int)
+    assert num_tasks is None or num_tasks >= len(ids)
     env.close()
     assert len(ids) > 1, "different seeds should reach different tasks"
 

@@ -138,6 +138,11 @@ class ALFWorldEnv(TextEnv):
 
     # -- Gymnasium API ------------------------------------------------------------------------
 
+    @property
+    def num_tasks(self) -> int:
+        """Games in this env's set (its split and task types)."""
+        return len(self.games)
+
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:

@@ -147,6 +147,11 @@ class HotpotQAEnv(TextEnv):
             f"{source.num_passages:,} shared passages; at {source.location}"
         )
 
+    @property
+    def num_tasks(self) -> int:
+        """Questions in this env's split (loads the question set on first use)."""
+        return len(self._load().questions(self.split))
+
     # -- Gymnasium API ------------------------------------------------------------------------
 
     def reset(

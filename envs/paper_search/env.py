@@ -183,6 +183,12 @@ class PaperSearchEnv(TextEnv):
         self._done = False
         self._episode: Episode | None = None
 
+    @property
+    def num_tasks(self) -> int:
+        """Queries in this env's split (loads the corpus on first use)."""
+        self._load()
+        return len(self._corpus.queries[self.split])
+
     # ----------------------------------------------------------------- data
     def _load(self) -> None:
         """Load (or build and cache) the corpus on first use: construction stays instant."""

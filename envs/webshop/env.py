@@ -184,6 +184,11 @@ class WebShopEnv(TextEnv):
                 return f"{name}-{goal.index - lo}"
         raise AssertionError(goal.index)  # the splits cover every index
 
+    @property
+    def num_tasks(self) -> int:
+        """Goals in this env's split."""
+        return len(self.store.catalogue.split(self.split))
+
     # ------------------------------------------------------------ gymnasium
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None

@@ -165,34 +165,29 @@ _EVAL_SEEDS: dict[str, list[int]] = {}
 
 
 def _distinct_task_seeds(cfg: Config, episodes: int) -> list[int]:
+    import contextlib
     import warnings
 
     import gymnasium as gym
+    from tqdm.auto import tqdm
 
-    from algos.metrics import progress_bar
-
+    seen: set[str] = set()
+    seeds: list[int] = []
     env = gym.make(resolve_env(cfg.env.id), **env_kwargs(cfg, evaluation=True))
-    bar = None
-    try:
+    with contextlib.closing(env):
         total = getattr(env.unwrapped, "num_tasks", None)
         wanted = episodes if total is None else min(episodes, total)
-        bar = progress_bar(cfg.run.progress, "held-out tasks", total=wanted, unit="task")
-        seen: set[str] = set()
-        seeds: list[int] = []
-        for seed in range(cfg.env.eval_seed, cfg.env.eval_seed + 50 * episodes):
-            if len(seeds) >= wanted:
-                break
-            _, info = env.reset(seed=seed)
-            task = str(info.get("task_id", seed))  # an env without task ids: every seed counts
-            if task not in seen:
-                seen.add(task)
-                seeds.append(seed)
-                if bar is not None:
+        with tqdm(total=wanted, desc="held-out tasks", unit="task", leave=False,
+                  disable=not cfg.run.progress) as bar:  # fmt: skip
+            for seed in range(cfg.env.eval_seed, cfg.env.eval_seed + 50 * episodes):
+                if len(seeds) >= wanted:
+                    break
+                _, info = env.reset(seed=seed)
+                task = str(info.get("task_id", seed))  # no task ids: every seed counts
+                if task not in seen:
+                    seen.add(task)
+                    seeds.append(seed)
                     bar.update(1)
-    finally:
-        env.close()
-        if bar is not None:
-            bar.close()
     if len(seeds) < episodes:
         warnings.warn(
             f"{cfg.env.id} {env_kwargs(cfg, evaluation=True)}: {len(seeds)} distinct held-out "

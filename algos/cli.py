@@ -81,7 +81,6 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from algos.config import load_config
-    from algos.envs import eval_seeds
     from algos.eval import (
         REFERENCE_AGENTS,
         evaluate,
@@ -93,6 +92,8 @@ def _eval(args: argparse.Namespace) -> int:
 
     cfg = with_env(load_config(args.recipe, args.set or []), args.env, args.split)
     policies = [p for spec in args.policy for p in spec.split(",") if p]
+    if not policies:
+        raise ValueError(f"--policy {' '.join(args.policy)!r} names no policy")
     rows, results = [], {}
     for spec in policies:
         if spec in REFERENCE_AGENTS:
@@ -103,7 +104,7 @@ def _eval(args: argparse.Namespace) -> int:
         print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
         rows.append((spec, result))
         results[spec] = result
-    n = len(eval_seeds(cfg, args.episodes))
+    n = max(result["episodes"] for _, result in rows)  # every row plays the same list
     print(f"\n{cfg.env.id}, {n} distinct held-out tasks (seeds from {cfg.env.eval_seed}):")
     print(table(rows))
     for spec, result in rows:

@@ -1,8 +1,8 @@
 """Straightforward per-group Python-loop versions of every estimator, for equivalence tests.
 
 These follow the formulas of docs/algorithms.md the way upstream writes them (a dict of lists per
-group, a loop per group), in float64 and with the spec's constant-group rule, so the vectorised
-``algos`` functions must agree with them to round-off. ``benchmarks/bench_advantages.py`` times
+group, a loop per group), in float64 and with that page's constant-group rule, so the
+vectorised ``algos`` functions must agree with them to round-off. ``benchmarks/bench_advantages.py`` times
 them against the vectorised versions. Inputs are plain per-row sequences; rows with
 ``sample_mask`` False are skipped and get 0. Outputs are per-row float64 arrays (B,), or (B, L)
 for the token-level estimators.

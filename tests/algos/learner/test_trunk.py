@@ -81,8 +81,8 @@ def test_sft_trains_the_top_layers_on_states_computed_once():
     batch = _rollout_rows(model, tok, record=False)
     nll_plain, n = token_nll(model, batch, tok.pad_token_id, "cpu")
     recorded = with_trunk_states(
-        model, batch.select(list(range(len(batch)))), tok.pad_token_id, "cpu", 3
-    )
+        model, batch.select(list(range(len(batch)))), tok.pad_token_id, "cpu", 3, progress=True
+    )  # the bar (sft's default) changes nothing
     nll_top, n_top = token_nll(model, recorded, tok.pad_token_id, "cpu", trunk_depth(model))
     assert n == n_top
     assert nll_top.item() == pytest.approx(nll_plain.item(), rel=1e-5)

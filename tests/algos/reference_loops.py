@@ -2,10 +2,10 @@
 
 These follow the formulas of docs/algorithms.md the way upstream writes them (a dict of lists per
 group, a loop per group), in float64 and with that page's constant-group rule, so the
-vectorised ``algos`` functions must agree with them to round-off. ``benchmarks/bench_advantages.py`` times
-them against the vectorised versions. Inputs are plain per-row sequences; rows with
-``sample_mask`` False are skipped and get 0. Outputs are per-row float64 arrays (B,), or (B, L)
-for the token-level estimators.
+vectorised ``algos`` functions must agree with them to round-off.
+``benchmarks/bench_advantages.py`` times them against the vectorised versions. Inputs are
+plain per-row sequences; rows with ``sample_mask`` False are skipped and get 0. Outputs are
+per-row float64 arrays (B,), or (B, L) for the token-level estimators.
 """
 
 from __future__ import annotations

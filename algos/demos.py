@@ -226,12 +226,10 @@ def make_demos(
                     break
             for d in demos[start:]:
                 d.won = won
-            if bar is not None:
-                bar.update(1)
+            bar.update(1)
     finally:
         venv.close()
-        if bar is not None:
-            bar.close()
+        bar.close()
     return demos
 
 

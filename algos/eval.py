@@ -63,12 +63,10 @@ def evaluate(cfg: Config, backend: Any, episodes: int, *, progress: bool = False
                 progress=progress,
             )
             done.extend(ro.episodes[: min(width, episodes - start)])
-            if bar is not None:
-                bar.update(min(width, episodes - start))
+            bar.update(min(width, episodes - start))
     finally:
         venv.close()
-        if bar is not None:
-            bar.close()
+        bar.close()
     return summarize(done)
 
 
@@ -101,12 +99,10 @@ def evaluate_agent(
     try:
         for seed in seeds:
             done.append(run_episode(env, player, seed=seed, max_steps=cfg.env.max_steps or None))
-            if bar is not None:
-                bar.update(1)
+            bar.update(1)
     finally:
         env.close()
-        if bar is not None:
-            bar.close()
+        bar.close()
     for ep in done:
         ep.steps = []  # the infos are large; the summary needs the counts only
     return summarize(done)

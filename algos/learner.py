@@ -209,10 +209,8 @@ class Learner:
                     if v is not None and math.isfinite(v):
                         sums[k] = sums.get(k, 0.0) + v
                         counts[k] = counts.get(k, 0) + 1
-                if bar is not None:
-                    bar.update(1)
-        if bar is not None:
-            bar.close()
+                bar.update(1)
+        bar.close()
         out = {k: sums[k] / counts[k] for k in sums if k not in ("skipped", "rows_skipped")}
         out["skipped_steps"] = sums.get("skipped", 0.0)
         out["zero_advantage_rows"] = sums.get("rows_skipped", 0.0)

@@ -13,12 +13,11 @@ from typing import Any
 
 
 def progress_bar(enabled: bool, desc: str, *, total: int | None = None, unit: str = "it") -> Any:
-    """A tqdm bar that leaves no line behind, or None when ``enabled`` is False."""
-    if not enabled:
-        return None
+    """A tqdm bar that leaves no line behind; a silent one (same methods) when not ``enabled``."""
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True)
+    return tqdm(total=total, desc=desc, unit=unit, leave=False, dynamic_ncols=True,
+                disable=not enabled)  # fmt: skip
 
 
 class MetricsLogger:

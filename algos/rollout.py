@@ -204,8 +204,7 @@ def rollout(
     anchors = [_anchor(info) for info in infos]
     active, step, trimmed, gen_seconds = list(range(n)), 0, 0, 0.0
     bar = progress_bar(progress, "rollout", unit="step")
-    if bar is not None:
-        bar.set_postfix_str(f"episodes done 0/{n}", refresh=False)
+    bar.set_postfix_str(f"episodes done 0/{n}", refresh=False)
     while active:
         prompts, owners = [], []
         for i in active:
@@ -237,11 +236,9 @@ def rollout(
             else:
                 active.append(i)
         step += 1
-        if bar is not None:
-            bar.update(len(owners))
-            bar.set_postfix_str(f"episodes done {n - len(active)}/{n}", refresh=False)
-    if bar is not None:
-        bar.close()
+        bar.update(len(owners))
+        bar.set_postfix_str(f"episodes done {n - len(active)}/{n}", refresh=False)
+    bar.close()
     pad_id = getattr(backend.tokenizer, "pad_token_id", None) or 0
     return RolloutResult(
         batch=rows.to_batch(pad_id),

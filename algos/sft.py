@@ -97,10 +97,8 @@ def with_trunk_states(
         lengths = (part.response_mask != 0).sum(-1).tolist()
         for i, p in enumerate(part.prompt_ids):
             states.append(out[i, width_p - len(p) : width_p + lengths[i] - 1].clone())
-        if bar is not None:
-            bar.update(len(part))
-    if bar is not None:
-        bar.close()
+        bar.update(len(part))
+    bar.close()
     batch.trunk_states = states
     return batch
 
@@ -239,8 +237,6 @@ def _epoch(
             seen += sum(len(p) for p in part.prompt_ids) + count
         torch.nn.utils.clip_grad_norm_([p for p in c.model.parameters() if p.requires_grad], 1.0)
         c.optimizer.step()
-        if bar is not None:
-            bar.update(1)
-    if bar is not None:
-        bar.close()
+        bar.update(1)
+    bar.close()
     return total_nll / max(total_tokens, 1), seen

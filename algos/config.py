@@ -359,9 +359,17 @@ def check_config(cfg: Config) -> None:
     """Checks across fields, run once the config is complete.
 
     Raises:
-        ValueError: The policy loss does not take the aggregation mode.
+        ValueError: The policy loss does not take the aggregation mode, or
+            ``model.compute_dtype`` is set on a model that is not float32.
     """
     from algos.algorithms import resolve_loss
+
+    m = cfg.model
+    if m.compute_dtype and m.dtype != "float32":
+        raise ValueError(
+            f"model.compute_dtype = {m.compute_dtype!r} runs a float32 model's layers in "
+            f"{m.compute_dtype}; model.dtype = {m.dtype!r} already computes in it"
+        )
 
     loss = resolve_loss(cfg.algo)
     if loss.agg_modes is not None and cfg.algo.loss_agg not in loss.agg_modes:

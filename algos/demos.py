@@ -112,7 +112,7 @@ def demo_key(cfg: Config, tokenizer_name: str, episodes: int, seed: int) -> str:
     shaping = {
         k: getattr(e, k)
         for k in ("id", "kwargs", "action_format", "history_length", "prompt", "max_steps",
-                  "action_match")
+                  "action_match", "choices")
     }  # fmt: skip
     return params_key(
         {
@@ -212,7 +212,7 @@ def make_demos(
                 noisy = cfg.sft.noise > 0 and rng.random() < cfg.sft.noise
                 if noisy:
                     command = _random_command(info, rng) or command
-                text = render_action(command, fmt, tools)
+                text = render_action(_numbered(command, info), fmt, tools)
                 if not noisy:
                     ids, _ = fit_prompt(tokenizer, as_messages(obs), cfg.rollout.max_prompt_tokens)
                     if ids is None:
@@ -234,5 +234,19 @@ def make_demos(
 
 
 def _random_command(info: dict[str, Any], rng: random.Random) -> str | None:
-    actions = [a for a in info.get("admissible_actions") or [] if "<" not in a]
+    """A random command the policy could send: one on offer (``info["choices"]``) or admissible."""
+    offered = info.get("choices", info.get("admissible_actions")) or []
+    actions = [a for a in offered if "<" not in a]
     return rng.choice(actions) if actions else None
+
+
+def _numbered(command: str, info: dict[str, Any]) -> str:
+    """``command`` as its number among ``info["choices"]`` (``action_match = "number"``).
+
+    Without choices, or for a command not on offer (an expert's ``look``), the command itself:
+    the parser reads text that is not a number as a command.
+    """
+    choices = info.get("choices")
+    if choices and command in choices:
+        return str(choices.index(command) + 1)
+    return command

@@ -48,6 +48,26 @@ def prompt_templates(spec: str) -> Any:
         raise ValueError(f"env.prompt={spec!r}: cannot import it ({exc})") from None
 
 
+def choices_function(spec: str) -> Any:
+    """The ``env.choices`` setting as a function of info (None = all admissible commands).
+
+    Raises:
+        ValueError: ``spec`` is not an importable ``module:function``.
+    """
+    if not spec:
+        return None
+    module, sep, name = spec.partition(":")
+    try:
+        if not sep:
+            raise ImportError("not of the form module:function")
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError) as exc:
+        raise ValueError(f"env.choices={spec!r}: cannot import it ({exc})") from None
+    if not callable(fn):
+        raise ValueError(f"env.choices={spec!r} is not a function of the env's info")
+    return fn
+
+
 def env_kwargs(cfg: Config, *, evaluation: bool = False) -> dict[str, Any]:
     """Constructor keywords of the env: ``env.kwargs``, with ``env.eval_kwargs`` for evaluation."""
     e = cfg.env
@@ -60,7 +80,12 @@ def wrappers(cfg: Config) -> list[Any]:
 
     e = cfg.env
     return [
-        functools.partial(ParseAction, format=e.action_format, match=e.action_match),
+        functools.partial(
+            ParseAction,
+            format=e.action_format,
+            match=e.action_match,
+            choices=choices_function(e.choices),
+        ),
         functools.partial(
             ShapeReward,
             reward_scale=e.reward_scale,

@@ -32,17 +32,21 @@ from algos.runs import run_config
 #: Policies that need no model.
 REFERENCE_AGENTS = ("random", "expert")
 
+#: Envs an evaluation steps together (at least): their prompts go to the backend in one call.
+EVAL_ENVS = 64
+
 
 def evaluate(cfg: Config, backend: Any, episodes: int, *, progress: bool = False) -> dict[str, Any]:
     """Play the held-out tasks with a model ``backend``; return :func:`summarize`'s dict.
 
-    Episodes run in batches of up to ``rollout.max_batch_size`` envs (a batch costs as many
-    generate calls as its longest episode), with ``rollout.eval_temperature``.
+    Episodes run in batches of up to :data:`EVAL_ENVS` envs, or ``rollout.max_batch_size``
+    if larger (a batch costs as many generate calls as its longest episode; each call is
+    chunked by ``rollout.max_batch_size``), with ``rollout.eval_temperature``.
     """
     r = cfg.rollout
     seeds = eval_seeds(cfg, episodes)
     episodes = len(seeds)  # fewer where the split has fewer distinct tasks
-    width = max(min(episodes, r.max_batch_size), 1)
+    width = max(min(episodes, max(r.max_batch_size, EVAL_ENVS)), 1)
     done: list[Episode] = []
     venv = make_envs(cfg, width, evaluation=True)
     bar = progress_bar(progress, "eval episodes", total=episodes, unit="episode")

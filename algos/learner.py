@@ -27,27 +27,45 @@ from algos.batch import StepBatch
 from algos.distributed import World
 from algos.global_batch import GlobalRows
 from algos.metrics import progress_bar
-from algos.packing import mini_batch_counts, pack, response_width
+from algos.packing import mini_batch_counts, pack, prompt_rows, response_width
 from algos.registry import get_policy_loss
-from algos.trunk import top_forward, trunk_depth
+from algos.trunk import cache_keyword, top_cache, top_forward, trunk_depth
 
 
 def response_logits(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
     """(b, R, V) float32 logits that predict each response token.
 
     With recorded trunk states in ``inputs`` (:func:`algos.packing.pack`), only the layers
-    above the frozen trunk run (:func:`algos.trunk.top_forward`).
+    above the frozen trunk run (:func:`algos.trunk.top_forward`). With a shared prefix
+    (``"prefix_ids"``), the prefix runs once and every row attends to its key/value cache,
+    which gradients flow through: the same logits as running each row in full.
     """
     width_r = inputs["width_r"]
-    shape = {
-        "attention_mask": inputs["attention_mask"],
-        "position_ids": inputs["position_ids"],
-        "logits_to_keep": width_r + 1,
-    }
-    if "trunk" in inputs:
+    mask = inputs["attention_mask"]
+    shape = {"position_ids": inputs["position_ids"], "logits_to_keep": width_r + 1}
+    trunk = "trunk" in inputs
+    if "prefix_ids" in inputs:
+        from transformers import DynamicCache
+
+        cache = top_cache(inputs["depth"]) if trunk else DynamicCache()
+        rows = mask.shape[0]
+        shared = inputs["prefix_ids"].shape[1]
+        head = {
+            cache_keyword(model): cache, "use_cache": True, "logits_to_keep": 1,
+            "position_ids": torch.arange(shared, device=mask.device)[None],
+        }  # fmt: skip
+        if trunk:
+            top_forward(model, inputs["depth"], inputs["prefix_trunk"], **head)
+        else:
+            model(input_ids=inputs["prefix_ids"], **head)
+        cache.batch_repeat_interleave(rows)
+        mask = torch.cat([mask.new_ones(rows, shared), mask], 1)
+        shape.update({cache_keyword(model): cache, "use_cache": True})
+    shape["attention_mask"] = mask
+    if trunk:
         out = top_forward(model, inputs["depth"], inputs["trunk"], **shape)
     else:
-        out = model(input_ids=inputs["input_ids"], use_cache=False, **shape)
+        out = model(input_ids=inputs["input_ids"], **{"use_cache": False, **shape})
     return out.logits[:, -width_r - 1 : -1].float()
 
 
@@ -134,11 +152,13 @@ class Learner:
         module.eval()
         try:
             # Every rank runs as many forwards (an FSDP forward all-gathers weights).
+            order = by_prompt(batch, range(len(batch)))
             for chunk in range(self.world.max_int(math.ceil(len(batch) / step))):
-                rows = list(range(chunk * step, min((chunk + 1) * step, len(batch))))
+                rows = order[chunk * step : (chunk + 1) * step]
                 mb = batch.select(rows) if rows else self._filler(batch)
                 depth = self.trunk_depth if what != "values" else None  # the ref shares it
-                inputs = pack(mb, self.tokenizer.pad_token_id, self.device, depth)
+                inputs = pack(mb, self.tokenizer.pad_token_id, self.device, depth,
+                              share_prefix=what != "values")  # fmt: skip
                 if what == "values":
                     val = response_values(self.critic, inputs)
                 else:
@@ -251,14 +271,21 @@ class Learner:
         finite = True
         keep = self._rows_with_gradient(mb, rows.advantages[chosen], train_actor)
         has_tokens = (mb.response_mask != 0).any(-1).tolist()  # padding rows: no forward pass
-        active = [chosen[j] for j in keep if has_tokens[j]]
+        # Rows that start alike share micro-batches, whose common prefix then runs once.
+        active = by_prompt(rows.batch, [chosen[j] for j in keep if has_tokens[j]])
         parts = rows.micro_batches(active, micro)
         trained = ([self.model] if train_actor else []) + ([self.critic] if self.critic else [])
         for j, local in enumerate(parts):
             # An empty part (another rank has more rows here) is a zero-weight pass.
             part = batch.select(local) if local else self._filler(batch)
             adv = advantages[local] if local else torch.zeros(1, 1)
-            inputs = pack(part, self.tokenizer.pad_token_id, self.device, self.trunk_depth)
+            inputs = pack(
+                part,
+                self.tokenizer.pad_token_id,
+                self.device,
+                self.trunk_depth,
+                share_prefix=self.critic is None,
+            )  # the critic reads whole rows
             w = inputs["width_r"]
             loss = torch.zeros((), device=self.device)
             weight = part.response_mask.sum().item() / max(norm["batch_num_tokens"], 1.0)
@@ -423,6 +450,16 @@ class Learner:
 #: Metrics that are already mini-batch-normalised partial sums (they add up over micro-batches);
 #: every other metric is a per-micro-batch mean, weighted by the micro-batch's token share.
 _SUMMED = frozenset({"pg_loss", "entropy", "kl", "value_loss"})
+
+
+def by_prompt(batch: StepBatch, rows: Any) -> list[int]:
+    """``rows`` ordered by their prompt tokens, so that rows starting alike are neighbours.
+
+    Micro-batches cut from this order share long prefixes (:func:`algos.packing.pack`); the
+    sum a mini-batch accumulates does not depend on the order.
+    """
+    prompts = prompt_rows(batch)
+    return sorted(rows, key=lambda i: prompts[i].tolist())
 
 
 def _zero_missing_grads(model: Any) -> None:

@@ -48,7 +48,37 @@ def prompt_rows(batch: StepBatch) -> list[torch.Tensor]:
     return [ids[m != 0] for ids, m in zip(batch.prompt_ids, mask)]
 
 
-def pack(batch: StepBatch, pad_id: int, device: Any, depth: int | None = None) -> dict[str, Any]:
+#: Fewest shared prompt tokens worth a forward of their own (:func:`pack`'s ``share_prefix``).
+MIN_SHARED_PREFIX = 16
+
+
+def shared_prefix(prompts: list[torch.Tensor]) -> int:
+    """Leading tokens every prompt has in common, leaving each at least one of its own.
+
+    >>> shared_prefix([torch.tensor([1, 2, 3]), torch.tensor([1, 2, 4, 5])])
+    2
+    """
+    if len(prompts) < 2:
+        return 0
+    limit = min(len(p) for p in prompts) - 1
+    if limit <= 0:
+        return 0
+    first = prompts[0][:limit]
+    differ = torch.zeros(limit, dtype=torch.bool)
+    for p in prompts[1:]:
+        differ |= p[:limit] != first
+    where = torch.nonzero(differ)
+    return int(where[0]) if len(where) else limit
+
+
+def pack(
+    batch: StepBatch,
+    pad_id: int,
+    device: Any,
+    depth: int | None = None,
+    *,
+    share_prefix: bool = False,
+) -> dict[str, Any]:
     """Model inputs ``[left-padded prompt | right-padded response]`` and their positions.
 
     Response token j sits at column ``P + j`` and is predicted by column ``P + j - 1``, so the
@@ -58,34 +88,48 @@ def pack(batch: StepBatch, pad_id: int, device: Any, depth: int | None = None) -
     With ``depth`` and the batch's ``trunk_states``, ``"trunk"`` holds those states laid out
     the same way (zeros where a column is padding or has no state: a row's last response
     token, which predicts nothing), for :func:`algos.trunk.top_forward`.
+
+    With ``share_prefix``, prompt tokens that every row starts with (at least
+    :data:`MIN_SHARED_PREFIX` of them) are taken out of the rows into ``"prefix_ids"`` (1, S)
+    (and ``"prefix_trunk"``), for :func:`algos.learner.response_logits` to run once, the rows
+    then attending to its cache; positions stay those of the unshared layout. The rows of an
+    episode's steps, or of a group's members, share their task and room: most of the prompt.
     """
-    prompt_ids, prompt_attn = left_pad(prompt_rows(batch), pad_id)
+    prompts = prompt_rows(batch)
+    shared = shared_prefix(prompts) if share_prefix else 0
+    if shared < MIN_SHARED_PREFIX:
+        shared = 0
+    prompt_ids, prompt_attn = left_pad([p[shared:] for p in prompts], pad_id)
     width_r = response_width(batch)
     resp_mask = batch.response_mask[:, :width_r] != 0
     resp_ids = torch.where(resp_mask, batch.response_ids[:, :width_r], pad_id)
     ids = torch.cat([prompt_ids, resp_ids], dim=1)
     attn = torch.cat([prompt_attn, resp_mask.long()], dim=1)
-    pos = (attn.cumsum(-1) - 1).clamp(min=0)
+    pos = shared + (attn.cumsum(-1) - 1).clamp(min=0)
     out = {
         "input_ids": ids.to(device),
         "attention_mask": attn.to(device),
         "position_ids": pos.to(device),
         "width_r": width_r,
     }
+    if shared:
+        out["prefix_ids"] = prompts[0][None, :shared].to(device)
     if depth is not None and batch.trunk_states is not None:
         out["depth"] = depth
-        out["trunk"] = _trunk_layout(batch, prompt_ids.shape[1], width_r).to(device)
+        out["trunk"] = _trunk_layout(batch, prompt_ids.shape[1], width_r, shared).to(device)
+        if shared:
+            out["prefix_trunk"] = batch.trunk_states[0][None, :shared].to(device)
     return out
 
 
-def _trunk_layout(batch: StepBatch, width_p: int, width_r: int) -> torch.Tensor:
+def _trunk_layout(batch: StepBatch, width_p: int, width_r: int, shared: int = 0) -> torch.Tensor:
     states = batch.trunk_states
     hidden = states[0].shape[-1]
     out = torch.zeros(len(states), width_p + width_r, hidden, dtype=states[0].dtype)
     for i, (p, t) in enumerate(zip(prompt_rows(batch), states)):
-        start = width_p - len(p)
-        n = min(t.shape[0], width_p + width_r - start)
-        out[i, start : start + n] = t[:n]
+        start = width_p - (len(p) - shared)
+        n = min(t.shape[0] - shared, width_p + width_r - start)
+        out[i, start : start + n] = t[shared : shared + n]
     return out
 
 

@@ -113,6 +113,10 @@ def build_models(cfg: Config) -> Models:
         model = add_lora(model, lora)
     if m.trainable_layers:
         freeze_lower_layers(model, m.trainable_layers)
+    if m.compute_dtype:
+        from algos.trunk import autocast_layers
+
+        autocast_layers(model, getattr(torch, m.compute_dtype))
     critic = None
     if get_algorithm(cfg.algo.name).critic:
         with torch.random.fork_rng(devices=[]):

@@ -43,8 +43,10 @@ class EnvConfig:
     """Reward added on the step that wins (GiGPO's ALFWorld: 10, with reward_scale 0)."""
     invalid_penalty: float = 0.0
     """Reward subtracted for an invalid action (GiGPO: 0.1, i.e. -0.1 per invalid action)."""
-    action_match: Literal["strict", "admissible"] = "strict"
-    """``strict`` (the parsed command as written) or ``admissible`` (lenient: see ParseAction)."""
+    action_match: Literal["strict", "admissible", "number"] = "strict"
+    """``strict`` (as written), ``admissible`` (lenient) or ``number`` (of a listed command): ParseAction."""
+    choices: str = ""
+    """With ``action_match = "number"``: ``module:function`` of info giving the commands on offer ("" = all)."""
     prompt: str = "env"
     """Prompt templates: ``env`` (the env's own), ``compact`` (ChatPrompt's short one) or ``module:NAME``."""
     max_steps: int = 0
@@ -73,6 +75,8 @@ class ModelConfig:
     """Recompute activations in the backward pass (saves memory on large models)."""
     trainable_layers: int = 0
     """Train only the last N transformer layers (+ final norm); 0 trains every layer."""
+    compute_dtype: Literal["", "bfloat16"] = ""
+    """Decoder layers' matmul dtype on a float32 model: "" (``dtype``) or ``bfloat16`` (autocast)."""
     lora_rank: int = 0
     """LoRA rank; 0 trains all weights."""
     lora_alpha: int = 32

@@ -67,8 +67,11 @@ def rows(demos: list[Demo], pad_id: int) -> StepBatch:
 def token_nll(
     model: Any, batch: StepBatch, pad_id: int, device: Any, depth: int | None = None
 ) -> tuple[torch.Tensor, int]:
-    """``(sum of the response tokens' NLL, number of response tokens)`` of a batch."""
-    inputs = pack(batch, pad_id, device, depth)
+    """``(sum of the response tokens' NLL, number of response tokens)`` of a batch.
+
+    A prompt prefix common to the batch's rows runs once (:func:`algos.packing.pack`).
+    """
+    inputs = pack(batch, pad_id, device, depth, share_prefix=True)
     logp = token_logp(response_logits(model, inputs), inputs, 1.0)
     mask = batch.response_mask[:, : inputs["width_r"]].to(device)
     return -(logp * mask).sum(), int(mask.sum().item())
@@ -87,16 +90,22 @@ def with_trunk_states(
     depth = trunk_depth(model)
     if depth is None:
         return batch
-    states: list[torch.Tensor] = []
+    states: list[torch.Tensor] = [None] * len(batch)  # type: ignore[list-item]
     bar = progress_bar(progress, "sft (recording the frozen trunk)", total=len(batch), unit="step")
-    for start in range(0, len(batch), micro):
-        part = batch.select(list(range(start, min(start + micro, len(batch)))))
-        inputs = pack(part, pad_id, device)
-        out = trunk_states(model, depth, inputs).cpu()
+    for rows_ in _episode_parts(batch, micro):
+        part = batch.select(rows_)
+        inputs = pack(part, pad_id, device, share_prefix=True)
+        out = trunk_states(model, depth, inputs)
+        head = None
+        if isinstance(out, tuple):  # the shared prefix's states, then the rows'
+            head, out = out[0][0].cpu(), out[1]
+        out = out.cpu()
+        shared = 0 if head is None else head.shape[0]
         width_p = inputs["input_ids"].shape[1] - inputs["width_r"]
         lengths = (part.response_mask != 0).sum(-1).tolist()
-        for i, p in enumerate(part.prompt_ids):
-            states.append(out[i, width_p - len(p) : width_p + lengths[i] - 1].clone())
+        for i, (row, p) in enumerate(zip(rows_, part.prompt_ids)):
+            own = out[i, width_p - (len(p) - shared) : width_p + lengths[i] - 1]
+            states[row] = own.clone() if head is None else torch.cat([head, own], 0)
         bar.update(len(part))
     bar.close()
     batch.trunk_states = states
@@ -215,21 +224,45 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
     return run_dir
 
 
+def episode_order(batch: StepBatch, seed: int) -> list[int]:
+    """The rows with their episodes shuffled and each episode's steps kept together, in order.
+
+    Mini-batches cut from it hold whole stretches of episodes, whose steps share the task and
+    the room: a micro-batch's common prompt prefix then runs once (:func:`token_nll`).
+    """
+    episodes: dict[Any, list[int]] = {}
+    for row, ep in enumerate(batch.traj_uid):
+        episodes.setdefault(ep, []).append(row)
+    groups = list(episodes.values())
+    perm = torch.randperm(len(groups), generator=torch.Generator().manual_seed(seed)).tolist()
+    return [row for k in perm for row in groups[k]]
+
+
+def _episode_parts(batch: StepBatch, micro: int) -> list[list[int]]:
+    """Micro-batches of at most ``micro`` rows, none spanning two episodes."""
+    parts: list[list[int]] = []
+    for row, ep in enumerate(batch.traj_uid):
+        if not parts or len(parts[-1]) == micro or batch.traj_uid[parts[-1][0]] != ep:
+            parts.append([])
+        parts[-1].append(row)
+    return parts
+
+
 def _epoch(
     c: _Cloner, batch: StepBatch, pad: int, s: Any, micro: int, seed: int, *, progress: bool
 ) -> tuple[float, int]:
-    """One pass in shuffled mini-batches; returns (mean token NLL, tokens seen)."""
+    """One pass in mini-batches of shuffled episodes; returns (mean token NLL, tokens seen)."""
     n = len(batch)
-    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed)).tolist()
+    order = episode_order(batch, seed)
     steps = math.ceil(n / s.mini_batch_size)
     bar = progress_bar(progress, "sft (optimizer steps)", total=steps)
     total_nll, total_tokens, seen = 0.0, 0, 0
     for start in range(0, n, s.mini_batch_size):
-        mb = batch.select(perm[start : start + s.mini_batch_size])
+        mb = batch.select(order[start : start + s.mini_batch_size])
         tokens = max(int((mb.response_mask != 0).sum()), 1)
         c.optimizer.zero_grad(set_to_none=True)
-        for m in range(0, len(mb), micro):
-            part = mb.select(list(range(m, min(m + micro, len(mb)))))
+        for part_rows in _episode_parts(mb, micro):
+            part = mb.select(part_rows)
             nll, count = token_nll(c.model, part, pad, c.device, trunk_depth(c.model))
             (nll / tokens).backward()  # the mini-batch's token mean, accumulated exactly
             total_nll += nll.item()

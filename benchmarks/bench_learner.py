@@ -4,10 +4,13 @@
     OMP_NUM_THREADS=2 python benchmarks/bench_learner.py --main-job [--iterations 2]
 
 ``--main-job`` runs the README main job's rollouts (its recipe, model, envs and seeds) with
-the transformers backend's two sampling paths in the same process, one after the other on the
-same task draws: ``model.generate`` on left-padded prompts (the previous backend) and the
-shared-prefix path (identical prompts and the common prefix prefilled once). It prints the
-new tokens per second of generation, the prompt tokens prefilled, and their ratio.
+the transformers backend's sampling paths in the same process, one after the other on the
+same task draws: ``model.generate`` on left-padded prompts (the previous backend); the
+shared-prefix path within each call (identical prompts and the common prefix prefilled once);
+the same keeping the last calls' prefixes (``PrefixStore``, the default); and, last, the
+default with the decoder layers in bfloat16 (``model.compute_dtype``; the model is converted
+in place, so it runs last). It prints the new tokens per second of generation, the prompt
+tokens prefilled, and their ratio.
 
 For each model: HF generation tokens/s batched (B prompts at once, left-padded) against one
 prompt at a time, and update tokens/s (forward + backward + AdamW over prompt+response tokens)
@@ -108,12 +111,26 @@ def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> lis
     r = cfg.rollout
     venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
     rows = []
+    paths = [
+        ("model.generate", False, 0, False),
+        ("shared prefix, per call", True, 0, False),
+        ("+ kept prefixes (default)", True, 49152, False),
+        ("+ bfloat16 layers", True, 49152, True),
+    ]
     try:
-        for sharing in (False, True):
-            backend = HFBackend(model, tok, seed=0, prefix_sharing=sharing)
+        for name, sharing, kept, bf16 in paths:
+            if bf16:
+                from algos.trunk import autocast_layers
+
+                autocast_layers(model, torch.bfloat16)
+            backend = HFBackend(
+                model, tok, max_batch_size=r.max_batch_size, seed=0, prefix_sharing=sharing,
+                prefix_tokens=kept,
+            )  # fmt: skip
             new = gen_s = 0.0
             steps = 0
             for it in range(iterations):
+                backend.prefixes.clear()  # as training does after each update (new weights)
                 seeds, groups = iteration_seeds(cfg, it)
                 ro = rollout(
                     venv, backend, seeds=seeds, groups=groups,
@@ -126,7 +143,7 @@ def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> lis
                 steps += len(ro)
             rows.append(
                 {
-                    "path": "shared prefix" if sharing else "model.generate",
+                    "path": name,
                     "rows": steps,
                     "new_tok_s": new / gen_s,
                     "generate_s": gen_s,
@@ -142,7 +159,7 @@ def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> lis
 
 def main() -> None:
     p = argparse.ArgumentParser()
-    p.add_argument("--main-job", action="store_true", help="the main job's rollouts, both paths")
+    p.add_argument("--main-job", action="store_true", help="the main job's rollouts, every path")
     p.add_argument("--recipe", default="recipes/alfworld/gigpo.toml")
     p.add_argument("--set", action="append", default=[], help="config override (repeatable)")
     p.add_argument("--iterations", type=int, default=2)
@@ -162,8 +179,8 @@ def main() -> None:
                 f"| {r['path']} | {r['rows']} | {r['generate_s']:.1f} | {r['new_tok_s']:.1f} "
                 f"| {r['prompt_tokens']} | {r['prefilled']} |"
             )
-        print(f"\nspeed-up (new tok/s): {rows[1]['new_tok_s'] / rows[0]['new_tok_s']:.2f}x, "
-              f"threads {rows[0]['threads']}")  # fmt: skip
+        print(f"\nthreads {rows[0]['threads']}; new tok/s against model.generate: " + ", ".join(
+            f"{r['path']} {r['new_tok_s'] / rows[0]['new_tok_s']:.2f}x" for r in rows[1:]))  # fmt: skip
         return
     if a.one:
         print(json.dumps(measure(a.one, a.batch, a.prompt_len, a.new_tokens, a.reps)))

@@ -238,6 +238,34 @@ def match_admissible(command: str, admissible: Sequence[str]) -> str | None:
     return None
 
 
+_NUMBER = re.compile(r"[(#\[]?\s*(\d{1,3})\s*[.):\]]?")
+
+
+def match_number(command: str, choices: Sequence[str]) -> str | None:
+    """The command that ``command`` picks by its number in ``choices`` (1-based); else None.
+
+    The ``match="number"`` mode of :class:`~agent_gym.wrappers.ParseAction`: the prompt
+    numbers the commands and the policy answers with a number. The first non-empty line is
+    read with surrounding quotes and whitespace removed; it must be the number alone, optionally
+    as ``3.``, ``3)``, ``(3)``, ``[3]`` or ``#3``, between 1 and ``len(choices)``.
+
+    Example:
+        >>> match_number("2", ["look", "go to desk 1"])
+        'go to desk 1'
+        >>> match_number(" (1). ", ["look"]), match_number("3", ["look"]), match_number("1 2", ["a"])
+        ('look', None, None)
+    """
+    lines = [line for line in command.splitlines() if line.strip()]
+    if not lines:
+        return None
+    text = lines[0].strip().strip(_QUOTES).strip().rstrip(_TRAILING)
+    match = _NUMBER.fullmatch(text)
+    if match is None:
+        return None
+    k = int(match.group(1))
+    return choices[k - 1] if 1 <= k <= len(choices) else None
+
+
 #: Info keys read as the admissible commands, first present wins: agent-gym's own key, then
 #: TextWorld's (``EnvInfos(admissible_commands=True)``), so its gym env works unchanged.
 ADMISSIBLE_KEYS: tuple[str, ...] = ("admissible_actions", "admissible_commands")

@@ -8,7 +8,7 @@ and the step still counts toward the episode's step limit.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -23,12 +23,14 @@ from agent_gym.wrappers.action_formats import (
     Multiple,
     admissible_actions,
     match_admissible,
+    match_number,
     parse_calls,
     select_calls,
 )
 
-#: How a parsed command is matched: as written, or leniently against the admissible commands.
-MATCH_MODES: tuple[str, ...] = ("strict", "admissible")
+#: How a parsed command is matched: as written, leniently against the admissible commands, or
+#: as the number of one of the commands the prompt lists (``info["choices"]``).
+MATCH_MODES: tuple[str, ...] = ("strict", "admissible", "number")
 
 _HINTS = {
     "tag": "Write your action as <action>command</action>.",
@@ -81,6 +83,16 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             (or TextWorld's ``info["admissible_commands"]``),
             and the admissible spelling is sent; a call that matches none is sent as written.
             An opt-in for small models; envs without admissible actions are unaffected.
+            ``"number"``: the commands on offer, ``choices(info)``, are added to every info
+            as ``info["choices"]`` for the prompt to number, and a call that is a number
+            (:func:`~agent_gym.wrappers.action_formats.match_number`) sends the command it
+            numbers; any other call is read as in ``"admissible"``. Not upstream's interface:
+            an agent-gym option for small models, which then never write an inadmissible
+            command by misspelling one.
+        choices: With ``match="number"``, the commands offered at a step, from the env's
+            info; default :func:`~agent_gym.wrappers.action_formats.admissible_actions` (all
+            of them, in the env's order). Must be picklable for subprocess vector envs (a
+            module-level function).
 
     Example:
         >>> import gymnasium as gym, agent_gym
@@ -99,6 +111,7 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         max_calls: int | None = None,
         max_episode_steps: int | None = None,
         match: str = "strict",
+        choices: Callable[[dict[str, Any]], list[str]] | None = None,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -108,6 +121,7 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             max_calls=max_calls,
             max_episode_steps=max_episode_steps,
             match=match,
+            choices=choices,
         )
         gym.Wrapper.__init__(self, env)
         if format not in FORMATS:
@@ -115,6 +129,9 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         if match not in MATCH_MODES:
             raise ValueError(f"unknown match={match!r}; use one of {MATCH_MODES}")
         self.match = match
+        if choices is not None and match != "number":
+            raise ValueError(f"choices are read by match='number' only, not match={match!r}")
+        self.choices = choices or admissible_actions
         if isinstance(env.observation_space, Messages):
             raise ValueError(
                 "ParseAction needs text observations but this env already returns chat "
@@ -146,15 +163,24 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
         """Reset the env and the step count."""
-        obs, info = self.env.reset(seed=seed, options=options)
+        obs, info = self._offer(*self.env.reset(seed=seed, options=options))
         self._elapsed_steps = 0
         self._last_obs, self._last_info = obs, info
+        return obs, info
+
+    def _offer(self, obs: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """``info`` with ``choices`` added (``match="number"``), else as it is."""
+        if self.match == "number":
+            info = {**info, "choices": list(self.choices(info))}
         return obs, info
 
     def parse(self, text: str) -> str:
         """Return the env command in ``text``; raise :class:`ActionParseError` if none."""
         calls = parse_calls(text, self.action_format, self.tools, self.multiple)
-        if self.match == "admissible":
+        if self.match == "number":
+            choices = (self._last_info or {}).get("choices", [])
+            calls = [match_number(c, choices) or c for c in calls]
+        if self.match in ("admissible", "number"):
             admissible = admissible_actions(self._last_info)
             calls = [match_admissible(c, admissible) or c for c in calls]
         return select_calls(calls, self.multiple, self.max_calls)
@@ -189,6 +215,7 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             }
             return obs, 0.0, False, self._limit_reached(), info
         obs, reward, terminated, truncated, info = self.env.step(command)
+        obs, info = self._offer(obs, info)
         self._last_obs, self._last_info = obs, info
         info = {**info, "raw_action": action, "parsed_action": command, "parse_error": ""}
         return obs, reward, terminated, truncated or self._limit_reached(), info

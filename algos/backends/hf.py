@@ -6,12 +6,16 @@ system prompt and template. The default path (``prefix_sharing=True``) computes 
 token prefix once:
 
 1. identical prompts are prefilled once (their count is only the number of samples drawn);
-2. the longest token prefix common to all distinct prompts of a batch is prefilled once, and
-   its key/value cache is shared by every row;
-3. each distinct prompt's own suffix is prefilled on top of it, laid out as
-   ``[shared prefix | padding | suffix]`` with explicit position ids, so a row's positions
+2. the key/value caches of the last calls' prompts are kept (:class:`PrefixStore`, emptied
+   when the weights change): a prompt that starts like one of them (the next step of the
+   same episode, whose prompt repeats the task and the room before what changed) reuses the
+   longest such prefix and prefills only the rest;
+3. the longest token prefix common to all distinct prompts of a batch is prefilled once
+   where no kept prefix covers it, and its key/value cache is shared by every row;
+4. each distinct prompt's own suffix is prefilled on top of its prefix, laid out as
+   ``[padding | prefix | padding | suffix]`` with explicit position ids, so a row's positions
    are exactly those of its unpadded prompt;
-4. the cache is expanded to one row per sample and decoded token by token, rows leaving the
+5. the cache is expanded to one row per sample and decoded token by token, rows leaving the
    batch as they finish.
 
 The logits of every step are the same quantity the learner recomputes (greedy outputs equal
@@ -22,6 +26,7 @@ model; the baseline of ``benchmarks/bench_learner.py``).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from algos.backends.base import Generation, SamplingParams
@@ -56,31 +61,69 @@ def common_prefix(seqs: list[tuple[int, ...]]) -> int:
     return n
 
 
-def _attach_trunk(
-    gens: list[Generation],
-    seen: list[Any],
-    owner: list[int],
-    suffix_lens: list[int],
-    shared: int,
-    steps: list[list[int]],
-) -> None:
-    """Assemble each row's recorded trunk states: shared prefix, own suffix, fed tokens."""
-    import torch
+@dataclass
+class _Prefix:
+    """One prompt's key/value cache, kept for later prompts that start the same way."""
 
-    seen = list(seen)
-    prefix = seen.pop(0)[0] if shared else None  # (shared, H)
-    suffix = seen.pop(0)  # (U, S, H), suffixes right-aligned
-    fed: list[list[Any]] = [[] for _ in gens]
-    for rows, states in zip(steps, seen):  # (alive, 1, H) per decoding forward
-        for j, row in enumerate(rows):
-            fed[row].append(states[j])
-    width = suffix.shape[1]
-    for row, g in enumerate(gens):
-        u = owner[row]
-        parts = [suffix[u, width - suffix_lens[u] :], *fed[row]]
-        if prefix is not None:
-            parts.insert(0, prefix)
-        g.extra["trunk"] = torch.cat(parts, 0).cpu()
+    tokens: Any
+    """The prompt's token ids (a numpy array, for fast prefix comparison)."""
+    kv: list[tuple[Any, Any]]
+    """Per layer, ``(keys, values)`` of shape (kv heads, len(tokens), head dim)."""
+    trunk: Any = None
+    """(len(tokens), hidden) states entering the first trained layer, when recorded."""
+
+
+class PrefixStore:
+    """The key/value caches of recent prompts (a cross-call prefix cache, as vLLM keeps).
+
+    :meth:`match` finds, for a new prompt, the kept prompt sharing the longest token prefix
+    with it (leaving at least one token to compute, whose logits start the response). Entries
+    are dropped oldest first once they hold more than ``max_tokens`` tokens, and all at once
+    by :meth:`clear` (new weights make every cached key stale).
+    """
+
+    def __init__(self, max_tokens: int) -> None:
+        self.max_tokens = max_tokens
+        self._entries: list[_Prefix] = []
+        self._tokens = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def clear(self) -> None:
+        """Forget every kept prompt."""
+        self._entries.clear()
+        self._tokens = 0
+
+    def add(self, entry: _Prefix) -> None:
+        """Keep ``entry``, dropping the oldest entries beyond the token budget."""
+        if self.max_tokens <= 0:
+            return  # keeping nothing: every call prefills its own prompts
+        self._entries.append(entry)
+        self._tokens += len(entry.tokens)
+        while self._tokens > self.max_tokens and len(self._entries) > 1:
+            self._tokens -= len(self._entries.pop(0).tokens)
+
+    def match(self, prompt: Any, *, trunk: bool) -> tuple[_Prefix | None, int]:
+        """``(entry, n)``: the kept prompt with the longest common prefix, n < len(prompt).
+
+        With ``trunk`` only entries that recorded their trunk states qualify.
+        """
+        import numpy as np
+
+        best, best_n = None, 0
+        limit = len(prompt) - 1
+        for entry in self._entries:
+            if trunk and entry.trunk is None:
+                continue
+            n = min(limit, len(entry.tokens))
+            if n <= best_n:
+                continue
+            differ = np.flatnonzero(entry.tokens[:n] != prompt[:n])
+            common = int(differ[0]) if differ.size else n
+            if common > best_n:
+                best, best_n = entry, common
+        return best, best_n
 
 
 class HFBackend:
@@ -101,6 +144,8 @@ class HFBackend:
         seed: Seed of the sampling generator.
         prefix_sharing: Prefill shared prefixes once (module docstring); False uses
             ``model.generate``.
+        prefix_tokens: Most prompt tokens whose key/value caches are kept for later calls
+            (23-46 KB a token for SmolLM2-135M, bfloat16 to float32); 0 keeps none.
     """
 
     returns_logprobs = True
@@ -113,6 +158,7 @@ class HFBackend:
         max_batch_size: int = 64,
         seed: int = 0,
         prefix_sharing: bool = True,
+        prefix_tokens: int = 49152,
     ) -> None:
         import torch
 
@@ -128,18 +174,15 @@ class HFBackend:
         self._generator = torch.Generator(device=self._device()).manual_seed(seed)
         #: Prompt tokens prefilled and prompt tokens asked for, summed over calls.
         self.prefill_tokens = self.prompt_tokens = 0
+        #: Key/value caches of the latest prompts (cleared by :meth:`sync_weights`).
+        self.prefixes = PrefixStore(prefix_tokens)
 
     def _forward(self, cache: Any, **inputs: Any) -> Any:
-        """``model(**inputs)`` with ``cache`` under the keyword this transformers version uses.
-
-        (``past_key_values`` was renamed ``cache`` in transformers 5.2x; both are accepted
-        for a while, the old one with a warning.)
-        """
+        """``model(**inputs)`` with ``cache`` under the keyword this transformers version uses."""
         if self._cache_kw is None:
-            import inspect
+            from algos.trunk import cache_keyword
 
-            params = inspect.signature(self.model.forward).parameters
-            self._cache_kw = "cache" if "cache" in params else "past_key_values"
+            self._cache_kw = cache_keyword(self.model)
         return self.model(**inputs, **{self._cache_kw: cache}, use_cache=True)
 
     def _device(self) -> Any:
@@ -155,8 +198,12 @@ class HFBackend:
         self._generator.set_state(state)
 
     def sync_weights(self, model: Any) -> None:
-        """Point at ``model`` (the learner's module is used directly, so nothing is copied)."""
+        """Point at ``model`` (the learner's module is used directly, so nothing is copied).
+
+        The kept prefixes are dropped: they were computed with the old weights.
+        """
         self.model = model
+        self.prefixes.clear()
 
     def generate(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
         """Sample one response per prompt; see :class:`~algos.backends.base.Generation`."""
@@ -183,47 +230,113 @@ class HFBackend:
     # ---- the shared-prefix path ---------------------------------------------------------------
 
     def _shared(self, prompts: list[list[int]], params: SamplingParams) -> list[Generation]:
-        if self.capture_depth is None:
-            return self._shared_run(prompts, params, None)
-        from algos.trunk import capture
-
-        with capture(self.model, self.capture_depth) as seen:
-            return self._shared_run(prompts, params, seen)
-
-    def _shared_run(
-        self, prompts: list[list[int]], params: SamplingParams, seen: list | None
-    ) -> list[Generation]:
+        import numpy as np
         import torch
         from transformers import DynamicCache
 
-        device, pad = self._device(), self.tokenizer.pad_token_id
+        device, pad, depth = self._device(), self.tokenizer.pad_token_id, self.capture_depth
         distinct: dict[tuple[int, ...], int] = {}
         owner = [distinct.setdefault(tuple(p), len(distinct)) for p in prompts]
         uniq = list(distinct)
+        arrays = [np.asarray(u) for u in uniq]
+        hits = [self.prefixes.match(a, trunk=depth is not None) for a in arrays]
         shared = common_prefix(uniq)
+        if shared and any(n < shared for _, n in hits):
+            head = self._keep_prefix(uniq[0][:shared], depth)
+            hits = [(head, shared) if n < shared else (e, n) for e, n in hits]
+        kept = [n for _, n in hits]
+        width = max(kept)
         cache = DynamicCache()
-        if shared:
-            prefix = torch.tensor([uniq[0][:shared]], device=device)
-            self._forward(cache, input_ids=prefix, logits_to_keep=1)
-            cache.reorder_cache(torch.zeros(len(uniq), dtype=torch.long, device=device))
-        ids, mask = left_pad([u[shared:] for u in uniq], pad)
+        before = torch.zeros(len(uniq), width, dtype=torch.long, device=device)
+        if width:
+            self._fill_cache(cache, hits, width)
+            for u, n in enumerate(kept):
+                before[u, width - n :] = 1
+        ids, mask = left_pad([u[n:] for u, n in zip(uniq, kept)], pad)
         ids, mask = ids.to(device), mask.to(device)
-        positions = (shared + mask.cumsum(-1) - 1).clamp(min=shared)
-        attention = torch.cat(
-            [torch.ones(len(uniq), shared, dtype=mask.dtype, device=device), mask], 1
-        )
-        out = self._forward(
-            cache, input_ids=ids, attention_mask=attention, position_ids=positions, logits_to_keep=1
-        )
-        self.prefill_tokens += shared + int(mask.sum())
+        start = torch.tensor(kept, device=device)[:, None]
+        positions = start + (mask.cumsum(-1) - 1).clamp(min=0)
+        attention = torch.cat([before, mask], 1)
+        out, states = self._run(
+            cache, depth, input_ids=ids, attention_mask=attention, position_ids=positions,
+            logits_to_keep=1,
+        )  # fmt: skip
+        self.prefill_tokens += int(mask.sum())
+        trunks = self._keep_prompts(cache, hits, arrays, width, states)
         rows = torch.tensor(owner, device=device)
         cache.reorder_cache(rows)
-        steps: list[list[int]] = []
-        gens = self._decode(out.logits[rows, -1].float(), cache, attention[rows],
-                            positions[rows, -1], params, steps)  # fmt: skip
-        if seen is not None:
-            _attach_trunk(gens, seen, owner, [len(u) - shared for u in uniq], shared, steps)
+        gens, fed = self._decode(out.logits[rows, -1].float(), cache, attention[rows],
+                                 positions[rows, -1], params, depth)  # fmt: skip
+        if depth is not None:
+            for row, g in enumerate(gens):
+                g.extra["trunk"] = torch.cat([trunks[owner[row]], *fed[row]], 0).cpu()
         return gens
+
+    def _run(self, cache: Any, depth: int | None, **inputs: Any) -> tuple[Any, Any]:
+        """One forward; with ``depth``, also the (rows, tokens, hidden) states entering it."""
+        if depth is None:
+            return self._forward(cache, **inputs), None
+        from algos.trunk import capture
+
+        with capture(self.model, depth) as seen:
+            out = self._forward(cache, **inputs)
+        return out, seen[0]
+
+    def _keep_prefix(self, tokens: tuple[int, ...], depth: int | None) -> _Prefix:
+        """Prefill ``tokens`` (one row) and keep their cache; return the entry."""
+        import numpy as np
+        import torch
+        from transformers import DynamicCache
+
+        cache = DynamicCache()
+        _, states = self._run(
+            cache, depth, input_ids=torch.tensor([tokens], device=self._device()), logits_to_keep=1
+        )
+        self.prefill_tokens += len(tokens)
+        kv = [(layer.keys[0], layer.values[0]) for layer in cache.layers]
+        entry = _Prefix(np.asarray(tokens), kv, None if states is None else states[0])
+        self.prefixes.add(entry)
+        return entry
+
+    @staticmethod
+    def _fill_cache(cache: Any, hits: list[tuple[_Prefix | None, int]], width: int) -> None:
+        """Lay each row's kept prefix out right-aligned in ``width`` cache positions."""
+        ref = next(e for e, n in hits if n)
+        for i, (k0, v0) in enumerate(ref.kv):
+            keys = k0.new_zeros((len(hits), k0.shape[0], width, k0.shape[2]))
+            values = v0.new_zeros((len(hits), v0.shape[0], width, v0.shape[2]))
+            for u, (entry, n) in enumerate(hits):
+                if n:
+                    keys[u, :, width - n :] = entry.kv[i][0][:, :n]
+                    values[u, :, width - n :] = entry.kv[i][1][:, :n]
+            cache.update(keys, values, i)
+
+    def _keep_prompts(
+        self, cache: Any, hits: list[tuple[_Prefix | None, int]], arrays: list[Any], width: int,
+        states: Any,
+    ) -> list[Any]:  # fmt: skip
+        """Keep every prompt's cache (kept prefix + new suffix); return their trunk states."""
+        import torch
+
+        trunks = []
+        total = cache.layers[0].keys.shape[2]
+        for u, (entry, n) in enumerate(hits):
+            new = len(arrays[u]) - n
+            own = [*range(width - n, width), *range(total - new, total)]
+            index = torch.tensor(own, device=cache.layers[0].keys.device)
+            kv = [
+                (layer.keys[u].index_select(1, index), layer.values[u].index_select(1, index))
+                for layer in cache.layers
+            ]
+            trunk = None
+            if states is not None:
+                parts = [states[u, states.shape[1] - new :]]
+                if n:
+                    parts.insert(0, entry.trunk[:n])
+                trunk = torch.cat(parts, 0)
+            self.prefixes.add(_Prefix(arrays[u], kv, trunk))
+            trunks.append(trunk)
+        return trunks
 
     def _decode(
         self,
@@ -232,17 +345,19 @@ class HFBackend:
         attention: Any,
         last_pos: Any,
         params: SamplingParams,
-        steps: list[list[int]],
-    ) -> list[Generation]:
+        depth: int | None,
+    ) -> tuple[list[Generation], list[list[Any]]]:
         """Sample up to ``max_new_tokens`` per row from prefilled ``logits`` and ``cache``.
 
-        ``steps`` receives, for every decoding forward, the rows it fed a token for.
+        Returns the generations and, per row, the trunk states of the tokens it fed back
+        (each (1, hidden); empty lists when ``depth`` is None).
         """
         import torch
 
         n, device = logits.shape[0], logits.device
         tokens: list[list[int]] = [[] for _ in range(n)]
         logps: list[list[float]] = [[] for _ in range(n)]
+        fed: list[list[Any]] = [[] for _ in range(n)]
         finish = ["length"] * n
         alive = torch.arange(n, device=device)
         eos = torch.tensor(sorted(self._eos), device=device)
@@ -263,15 +378,16 @@ class HFBackend:
                 attention, last_pos = attention[keep], last_pos[keep]
             attention = torch.cat([attention, torch.ones_like(attention[:, :1])], 1)
             last_pos = last_pos + 1
-            steps.append(alive.tolist())
-            out = self._forward(
-                cache,
-                input_ids=tok[:, None],
-                attention_mask=attention,
+            out, states = self._run(
+                cache, depth, input_ids=tok[:, None], attention_mask=attention,
                 position_ids=last_pos[:, None],
-            )
+            )  # fmt: skip
+            if states is not None:
+                for j, row in enumerate(alive.tolist()):
+                    fed[row].append(states[j])
             logits = out.logits[:, -1].float()
-        return [self._generation(t, lp, f) for t, lp, f in zip(tokens, logps, finish)]
+        gens = [self._generation(t, lp, f) for t, lp, f in zip(tokens, logps, finish)]
+        return gens, fed
 
     def _sample(self, logits: Any, params: SamplingParams) -> tuple[Any, Any]:
         """``(tokens, their log-probs under softmax(logits / T))`` for (n, V) logits."""

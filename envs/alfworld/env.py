@@ -177,8 +177,11 @@ class ALFWorldEnv(TextEnv):
         self._task = obs.split(TASK_PREFIX, 1)[1].strip() if TASK_PREFIX in obs else ""
         self._anchor, self._admissible, self._won = obs, admissible, won
         self._last_obs = obs
-        self._searched: set[str] = set()  # places whose inside the agent has been shown
+        self._searched: dict[str, None] = {}  # places whose inside the agent has been shown
         self._holding = False  # the agent picked up an object of the goal's type
+        self._places = [a[6:] for a in admissible if a.startswith("go to ")]  # the room's
+        self._location = ""  # where the agent's last valid "go to" took it
+        self._carrying = ""  # what the agent's last valid "take" picked up, until put down
         return obs, self._info()
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
@@ -300,9 +303,21 @@ class ALFWorldEnv(TextEnv):
         return self.expert_action()
 
     def _note_search(self, command: str, obs: str) -> None:
-        """Track what :meth:`search_expert_action` knows from a valid command's result."""
+        """Track what the agent has been shown, from a valid command and its result.
+
+        Read by :meth:`search_expert_action` and reported in ``info`` (``places``,
+        ``location``, ``carrying``, ``searched``): what the agent saw itself (the first
+        observation lists the places), what ``look`` and ``inventory`` would tell it, never
+        where the object is.
+        """
         if command.startswith(("go to ", "open ")) and "you see" in obs:
-            self._searched.add(command.removeprefix("go to ").removeprefix("open "))
+            self._searched[command.removeprefix("go to ").removeprefix("open ")] = None
+        if command.startswith("go to "):
+            self._location = command.removeprefix("go to ")
+        elif command.startswith("take ") and " from " in command:
+            self._carrying = command.removeprefix("take ").split(" from ")[0]
+        elif command.startswith("move ") and " to " in command:
+            self._carrying = ""
         if self._goal is not None and command.startswith(
             f"take {self._goal.obj.removesuffix('type')} "
         ):
@@ -339,6 +354,10 @@ class ALFWorldEnv(TextEnv):
             "score": 1.0 if self._won else 0.0,
             "data_source": self._record.data_source,
             "game_file": _encodable(str(self._record.path)),
+            "places": list(self._places),
+            "location": self._location,
+            "carrying": self._carrying,
+            "searched": list(self._searched),
         }
         if self.expert_plan:
             info["expert_plan"] = [_encodable(a) for a in self._expert_plan()]

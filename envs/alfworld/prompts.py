@@ -11,7 +11,10 @@ show the observation the agent saw and the command it sent, oldest first.
 
 from __future__ import annotations
 
+from typing import Any
+
 from agent_gym.core import PromptTemplates
+from agent_gym.wrappers.action_formats import admissible_actions
 
 SYSTEM = (
     "You are an agent in ALFWorld, a text-based household simulator. Each turn you read the "
@@ -143,5 +146,95 @@ SEARCH_PROMPTS = PromptTemplates(
         "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
         "{% if a[6:] in ns.searched %} (searched){% endif %}"
         "{% if not loop.last %}, {% endif %}{% endfor %}\n" + _FOCUSED_OTHER
+    ),
+)
+
+#: :data:`FOCUSED_PROMPTS` for a policy without memory, with the agent's own notes instead of
+#: the history (``env.prompt = "agent_gym.envs.alfworld.prompts:STATE_PROMPTS"``): where it
+#: stands and what it carries (``info["location"]``, ``info["carrying"]``: what ``look`` and
+#: ``inventory`` would say), the last place it was shown (``info["anchor_obs"]``: a command that
+#: did nothing leaves it on screen, with a line saying so) and every place it has looked into
+#: marked ``(searched)`` (``info["searched"]``). The task is then Markov in the prompt, so a
+#: policy without history can search without going in circles. It reads nothing the agent has
+#: not been shown: never where the object is.
+STATE_PROMPTS = PromptTemplates(
+    system=TERSE_PROMPTS.system,
+    user=(
+        _CLEAN + _TASK_WORDS + "Task: {{ task }}\n"
+        "You are {% if info.location %}at {{ info.location }}{% else %}in the middle of the room"
+        "{% endif %}, carrying {{ info.carrying or 'nothing' }}.\n"
+        "{% if info.location %}{{ clean(info.anchor_obs) }}\n{% endif %}"
+        "{% if observation != info.anchor_obs %}Your last command did nothing.\n{% endif %}"
+        "Go to: {% for a in admissible_actions if a.startswith('go to ') %}{{ a[6:] }}"
+        "{% if a[6:] in info.searched %} (searched){% endif %}"
+        "{% if not loop.last %}, {% endif %}{% endfor %}\n" + _FOCUSED_OTHER
+    ),
+)
+
+
+def focused_choices(info: dict[str, Any]) -> list[str]:
+    """The commands :data:`CHOICE_PROMPTS` numbers: every place of the room, then the rest.
+
+    First ``go to`` every place the room has (``info["places"]``, in the env's order: the
+    same numbers for the whole episode; going to the place the agent stands at does nothing),
+    then the other admissible commands but the looking ones (``look``, ``inventory``,
+    ``examine``, ``help``) and take/put commands for anything but the task's object and
+    receptacle, read from the task sentence as :data:`FOCUSED_PROMPTS` does. The
+    ``env.choices`` of ``env.action_match = "number"`` (:class:`agent_gym.wrappers.ParseAction`).
+
+    >>> focused_choices({"task": "put a pen in drawer.", "places": ["desk 1", "drawer 1"],
+    ...     "admissible_actions": ["examine desk 1", "go to drawer 1", "look",
+    ...                            "take pen 1 from desk 1", "take pencil 2 from desk 1"]})
+    ['go to desk 1', 'go to drawer 1', 'take pen 1 from desk 1']
+    """
+    words = str(info.get("task", "")).rstrip(".").split(" ")
+    obj = dest = ""
+    if len(words) == 5 and words[0] == "put" and words[3] in ("in", "on"):
+        obj, dest = words[2], words[4]
+
+    def offered(a: str) -> bool:
+        if a.startswith(("go to ", "examine ")) or a in ("help", "look", "inventory"):
+            return False
+        if not obj or not a.startswith(("take ", "move ")):
+            return True
+        return a.startswith(f"take {obj} ") or (
+            a.startswith(f"move {obj} ") and f" to {dest} " in f"{a} "
+        )
+
+    places = [f"go to {p}" for p in info.get("places", [])]
+    return places + [a for a in admissible_actions(info) if offered(a)]
+
+
+#: The focused prompt with numbered commands and the agent's own notes instead of history
+#: (``env.prompt = "agent_gym.envs.alfworld.prompts:CHOICE_PROMPTS"``, with ``env.action_match
+#: = "number"`` and ``env.choices = "agent_gym.envs.alfworld.prompts:focused_choices"``): the
+#: policy answers with a number, so it can choose a wrong command but never misspell one. The
+#: room's places come first, numbered the same on every step (a prefix that every step of an
+#: episode shares). Then where the agent stands and what it carries (``info["location"]``,
+#: ``info["carrying"]``: what ``look`` and ``inventory`` would say), the last thing it was
+#: shown (a command that did nothing leaves it on screen, with a line saying so), the places
+#: that matter now: while its hands are empty, those it has not looked into yet
+#: (``info["searched"]``); while it carries something, those of the task's receptacle type
+#: (read from the task sentence); last, the other commands on offer. It reads nothing the agent
+#: has not been shown: never where the object is. Not upstream's interface (there the model
+#: writes the command).
+CHOICE_PROMPTS = PromptTemplates(
+    system="You act in a house. Reply with the number of one command.",
+    user=(
+        _CLEAN + _TASK_WORDS + "Task: {{ task }}\n"
+        "Go to: {% for p in info.places %}{{ loop.index }} {{ p }}"
+        "{% if not loop.last %}; {% endif %}{% endfor %}\n"
+        "You are {% if info.location %}at {{ info.location }}{% else %}in the middle of the room"
+        "{% endif %}, carrying {{ info.carrying or 'nothing' }}.\n"
+        "{% if info.location %}{{ clean(info.anchor_obs) }}\n{% endif %}"
+        "{% if observation != info.anchor_obs %}Your last command did nothing.\n{% endif %}"
+        "{% if info.carrying and dest %}{{ dest }}: "
+        "{% for p in info.places if p.split(' ')[0] == dest %}"
+        "{{ info.places.index(p) + 1 }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
+        "{% else %}Not searched: {% for p in info.places if p not in info.searched %}"
+        "{{ info.places.index(p) + 1 }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
+        "{% endif %}"
+        "{% for c in info.choices[info.places | length:] %}"
+        "{{ loop.index + info.places | length }}. {{ c }}\n{% endfor %}"
     ),
 )

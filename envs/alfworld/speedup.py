@@ -38,7 +38,7 @@ from typing import Any
 VERIFIED_TEXTWORLD = "1.7.0"
 
 _CACHE_SIZE = 4096  # grammar strings and queries: a few hundred per game, shared across games
-_SAS_CACHE_SIZE = 8  # translations are large (MBs); a handful covers load + reset + groups
+_SAS_CACHE_SIZE = 128  # held-out games replayed by later evaluations, and the groups
 
 _lock = threading.Lock()
 _originals: dict[str, Any] = {}

@@ -9,7 +9,12 @@ from testing_env import CountingEnv, GenericTextEnv, assert_info_contract, count
 
 from agent_gym.core import ENV_STEP_TOOL, ToolSpec
 from agent_gym.wrappers import ActionParseError, ChatPrompt, ParseAction, parse_command
-from agent_gym.wrappers.action_formats import match_admissible, parse_calls, strip_think
+from agent_gym.wrappers.action_formats import (
+    match_admissible,
+    match_number,
+    parse_calls,
+    strip_think,
+)
 
 SEARCH = ToolSpec("search", "Search.", {"query": "the query"}, "search[{query}]")
 EXPAND = ToolSpec("expand", "Expand.", {"paper_id": "the id"}, "expand[{paper_id}]")
@@ -451,3 +456,43 @@ def test_admissible_mode_matches_each_joined_call() -> None:
 def test_unknown_match_mode_is_an_error() -> None:
     with pytest.raises(ValueError, match="unknown match='fuzzy'"):
         ParseAction(gym.make(counting_spec()), format="plain", match="fuzzy")
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [("2", "b"), (" 2. ", "b"), ("(2)", "b"), ("[3]", "c"), ("#1", "a"), ('"2"', "b"),
+     ("2)\nthen more", "b"), ("0", None), ("4", None), ("2 3", None), ("two", None),
+     ("go to 2", None), ("", None), ("-1", None)],
+)  # fmt: skip
+def test_match_number_reads_a_number_alone_within_range(text: str, expected: str | None) -> None:
+    assert match_number(text, ["a", "b", "c"]) == expected
+
+
+def _first_two(info: dict) -> list[str]:
+    return list(reversed(info["admissible_actions"]))[:2]
+
+
+def test_number_mode_offers_choices_and_sends_the_numbered_command() -> None:
+    env = ParseAction(gym.make(counting_spec()), format="plain", match="number")
+    _, info = env.reset(options={"task_id": "count-to-3"})
+    assert info["choices"] == info["admissible_actions"]  # default: every admissible command
+    second = info["choices"][1]
+    _, _, _, _, info = env.step("2")
+    assert info["is_action_valid"] and info["parsed_action"] == second
+    assert "choices" in info
+    _, _, _, _, info = env.step("add 1")  # a command written out is still read leniently
+    assert info["is_action_valid"] and info["parsed_action"] == "add 1"
+    _, _, _, _, info = env.step("99")  # no such number: sent as written, and invalid
+    assert not info["is_action_valid"] and info["parsed_action"] == "99"
+    # A custom list: the numbers are its own.
+    env = ParseAction(gym.make(counting_spec()), format="plain", match="number", choices=_first_two)
+    _, info = env.reset(options={"task_id": "count-to-3"})
+    assert info["choices"] == _first_two(info) and len(info["choices"]) == 2
+    first = info["choices"][0]
+    _, _, _, _, info = env.step("1")
+    assert info["parsed_action"] == first
+
+
+def test_choices_without_number_mode_is_an_error() -> None:
+    with pytest.raises(ValueError, match="choices are read by match='number' only"):
+        ParseAction(gym.make(counting_spec()), format="plain", choices=_first_two)

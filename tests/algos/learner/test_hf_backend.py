@@ -81,3 +81,35 @@ def test_sampling_is_reproducible_and_private(tiny):
     # Repeated prompts are separate samples, not copies of one.
     many = HFBackend(model, tok, seed=0).generate([_prompts()[0]] * 16, SamplingParams(6, 1.0))
     assert len({tuple(g.token_ids) for g in many}) > 1
+
+
+def test_kept_prefixes_are_reused_by_the_next_call_with_the_same_outputs(tiny):
+    """A prompt that extends one of the last call's (an episode's next step) prefills only the
+    new tokens, and samples exactly what a backend without kept prefixes samples."""
+    from algos.policy import freeze_lower_layers
+    from algos.trunk import trunk_depth
+
+    model, tok = load_model("tiny-random", seed=0)
+    freeze_lower_layers(model, 1)
+    g = torch.Generator().manual_seed(4)
+    first = _prompts()
+    later = [p + torch.randint(5, 250, (5,), generator=g).tolist() for p in first[:5]]
+    warm, cold = HFBackend(model, tok), HFBackend(model, tok)
+    for b in (warm, cold):
+        b.capture_depth = trunk_depth(model)
+    warm.generate(first, SamplingParams(4, 0.0))
+    before = warm.prefill_tokens
+    a = warm.generate(later, SamplingParams(6, 0.0))
+    assert warm.prefill_tokens - before == 5 * len(later)  # only the new tokens
+    b = cold.generate(later, SamplingParams(6, 0.0))
+    for x, y in zip(a, b):
+        assert x.token_ids == y.token_ids
+        torch.testing.assert_close(torch.tensor(x.logprobs), torch.tensor(y.logprobs), atol=1e-5,
+                                   rtol=0)  # fmt: skip
+        torch.testing.assert_close(x.extra["trunk"], y.extra["trunk"], atol=1e-5, rtol=0)
+    # New weights make every kept key stale: the next call prefills its prompts again.
+    warm.sync_weights(model)
+    assert len(warm.prefixes) == 0
+    before = warm.prefill_tokens
+    warm.generate(later[:1], SamplingParams(2, 0.0))
+    assert warm.prefill_tokens - before == len(later[0])

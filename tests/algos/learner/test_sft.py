@@ -89,3 +89,18 @@ def test_rl_starts_from_the_cloned_policy(tmp_path):
     # `algos eval --policy run:DIR` of the pipeline's run: clone, then the RL weights on top
     again = evaluate(cfg, open_policy(f"run:{run}", cfg), 16)
     assert again["success_rate"] == evals["after"]["success_rate"]
+
+
+def test_numbered_choices_are_demonstrated_as_the_number_of_the_experts_command():
+    """With env.action_match = "number" the demonstrations answer with numbers, and those
+    numbers play the expert's games to a win through the rollout's own wrappers."""
+    from algos.demos import make_demos
+
+    prompts = "agent_gym.envs.alfworld.prompts"
+    cfg = load_config("recipes/alfworld/gigpo.toml", [
+        "model=tiny-random", "sft.noise=0.0", f"env.prompt='{prompts}:CHOICE_PROMPTS'",
+        "env.action_match='number'", f"env.choices='{prompts}:focused_choices'",
+        "rollout.max_prompt_tokens=4096"])  # fmt: skip
+    demos = make_demos(cfg, load_tokenizer("tiny-random"), 3, seed=3, progress=False)
+    assert demos and all(d.text.isdigit() for d in demos)
+    assert all(d.won for d in demos) and len({d.episode for d in demos}) == 3

@@ -13,6 +13,7 @@ from algos.batch import StepBatch
 from algos.config import AlgoConfig, OptimConfig
 from algos.learner import Learner
 from algos.models import load_model
+from algos.packing import pack
 from algos.policy import freeze_lower_layers
 from algos.sft import token_nll, with_trunk_states
 from algos.trunk import trunk_depth
@@ -76,13 +77,22 @@ def _norm(batch):
     return {**mini_batch_counts(batch.response_mask), "loss_scale_factor": 8.0}
 
 
-def test_sft_trains_the_top_layers_on_states_computed_once():
+@pytest.mark.parametrize("one_episode", [False, True])
+def test_sft_trains_the_top_layers_on_states_computed_once(one_episode):
+    """Recorded states give the full model's NLL; steps of one episode (which share their
+    prompt's start) are recorded with the shared prefix run once."""
     model, tok = _frozen()
     batch = _rollout_rows(model, tok, record=False)
+    if one_episode:
+        batch = batch.select([0, 1, 2, 4, 5])
+        batch.traj_uid = [0] * len(batch)
     nll_plain, n = token_nll(model, batch, tok.pad_token_id, "cpu")
     recorded = with_trunk_states(
         model, batch.select(list(range(len(batch)))), tok.pad_token_id, "cpu", 3, progress=True
     )  # the bar (sft's default) changes nothing
+    for p, states, width in zip(recorded.prompt_ids, recorded.trunk_states,
+                                (recorded.response_mask != 0).sum(-1).tolist()):  # fmt: skip
+        assert states.shape[0] == len(p) + width - 1
     nll_top, n_top = token_nll(model, recorded, tok.pad_token_id, "cpu", trunk_depth(model))
     assert n == n_top
     assert nll_top.item() == pytest.approx(nll_plain.item(), rel=1e-5)
@@ -97,8 +107,8 @@ def test_the_training_update_runs_on_the_recorded_states(monkeypatch, keypad_ove
     seen = []
     real = algos.learner.pack
 
-    def spy(batch, pad, device, depth=None):
-        out = real(batch, pad, device, depth)
+    def spy(batch, pad, device, depth=None, **kwargs):
+        out = real(batch, pad, device, depth, **kwargs)
         seen.append("trunk" in out)
         return out
 
@@ -110,3 +120,60 @@ def test_the_training_update_runs_on_the_recorded_states(monkeypatch, keypad_ove
     finally:
         s.close()
     assert seen and all(seen)
+
+
+@pytest.mark.parametrize("record", [True, False])
+def test_a_shared_prompt_prefix_runs_once_with_the_same_logits_and_gradients(record):
+    """pack(share_prefix=True) takes the rows' common prompt prefix out and runs it once; the
+    rows attend to its cache (with gradients), as if each ran in full."""
+    from algos.learner import response_logits
+
+    model, tok = _frozen()
+    batch = _rollout_rows(model, tok, record=record)
+    batch = batch.select([0, 1, 2, 4, 5])  # every prompt starts with the same 30 tokens
+    depth = trunk_depth(model) if record else None
+    results = []
+    for share in (False, True):
+        inputs = pack(batch, tok.pad_token_id, "cpu", depth, share_prefix=share)
+        assert ("prefix_ids" in inputs) == share
+        assert not share or inputs["prefix_ids"].shape[1] == 30
+        model.zero_grad(set_to_none=True)
+        logits = response_logits(model, inputs)
+        mask = batch.response_mask[:, : inputs["width_r"]]
+        (logits.logsumexp(-1) * mask).sum().backward()
+        grads = {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+        results.append((logits.detach() * mask[..., None], grads))
+    (plain, g0), (shared, g1) = results
+    torch.testing.assert_close(shared, plain, atol=1e-5, rtol=0)
+    assert g0.keys() == g1.keys() and g0
+    for k in g0:
+        torch.testing.assert_close(g1[k], g0[k], rtol=1e-4, atol=1e-6, msg=k)
+
+
+def test_bfloat16_layers_keep_float32_weights_where_they_train():
+    """model.compute_dtype: frozen layers stored in bfloat16, trained ones in float32, every
+    layer computing under autocast and handing float32 states on; copies keep it."""
+    import copy
+
+    from algos.trunk import autocast_layers
+
+    model, tok = _frozen()
+    reference = copy.deepcopy(model)
+    assert autocast_layers(model, torch.bfloat16) == 1  # layer 0 is frozen, layer 1 trains
+    layers = model.model.layers
+    assert {p.dtype for p in layers[0].parameters()} == {torch.bfloat16}
+    assert {p.dtype for p in layers[1].parameters()} == {torch.float32}
+    assert model.lm_head.weight.dtype == torch.float32 and trunk_depth(model) == 1
+    clone = copy.deepcopy(model)
+    assert type(clone.model.layers[0]) is type(layers[0]) and "Autocast" in type(layers[0]).__name__
+    ids = torch.randint(5, 250, (2, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        low, full = model(ids).logits, reference(ids).logits
+    assert low.dtype == torch.float32
+    torch.testing.assert_close(low, full, atol=0.05, rtol=0.05)  # bfloat16 rounding only
+    # The recorded trunk still gives the model's own log-probs, and training works.
+    batch = _rollout_rows(model, tok, record=True)
+    learner = Learner(model, tok, get_algorithm("grpo"), AlgoConfig(), OptimConfig())
+    plain = StepBatch(**{**batch.__dict__, "trunk_states": None})
+    torch.testing.assert_close(learner.score(batch, "logp"), learner.score(plain, "logp"),
+                               atol=2e-2, rtol=0)  # fmt: skip

@@ -101,3 +101,73 @@ def test_search_prompt_marks_the_places_looked_into_and_shows_no_history():
         name = place.removesuffix(" (searched)")
         assert place.endswith(" (searched)") == (name in looked), (place, text)
     assert len(looked) > 1 and closed, "seed 5 shows open and closed places"
+
+
+def _choice_env():
+    from agent_gym.envs.alfworld.prompts import CHOICE_PROMPTS, focused_choices
+
+    env = gym.make("AgentR1/ALFWorld-v0", task_types=["pick_and_place_simple"])
+    parser = ParseAction(env, format="plain", match="number", choices=focused_choices)
+    return env, ChatPrompt(parser, history_length=0, templates=CHOICE_PROMPTS)
+
+
+def test_the_agents_own_notes_are_what_it_was_shown():
+    """info's places, location, carrying and searched follow the agent's own valid commands."""
+    env = gym.make("AgentR1/ALFWorld-v0", task_types=["pick_and_place_simple"])
+    _, info = env.reset(seed=3)
+    assert info["places"] == [a[6:] for a in info["admissible_actions"] if a.startswith("go to ")]
+    assert (info["location"], info["carrying"], info["searched"]) == ("", "", [])
+    places = info["places"]
+    _, _, _, _, info = env.step("go to nowhere 7")  # invalid: nothing changes
+    assert (info["location"], info["searched"]) == ("", [])
+    while True:
+        command = env.unwrapped.expert_action()
+        _, _, won, _, info = env.step(command)
+        if command.startswith("go to "):
+            assert info["location"] == command[6:]
+        if command.startswith("take "):
+            assert info["carrying"] == command[5:].split(" from ")[0]
+        if won:
+            break
+    assert info["carrying"] == "" and info["places"] == places  # put down; the room is fixed
+    assert set(info["searched"]) <= set(places) and info["searched"]
+    env.close()
+
+
+def test_choice_prompt_numbers_the_places_once_and_shows_what_matters_now():
+    env, wrapped = _choice_env()
+    obs, info = wrapped.reset(seed=3)
+    places = info["places"]
+    listing = "Go to: " + "; ".join(f"{i} {p}" for i, p in enumerate(places, 1))
+    task = info["task"].rstrip(".").split()
+    carried = False
+    for _ in range(10):
+        text = obs[1]["content"]
+        assert text.count(info["task"]) == 1 and listing in text  # the same numbers every step
+        if info["carrying"]:
+            carried = True
+            kind = [str(i) for i, p in enumerate(places, 1) if p.split()[0] == task[4]]
+            assert f"{task[4]}: {', '.join(kind)}\n" in text and "Not searched" not in text
+        else:
+            left = [str(i) for i, p in enumerate(places, 1) if p not in info["searched"]]
+            assert f"Not searched: {', '.join(left)}\n" in text
+        for k, c in enumerate(info["choices"][len(places) :], len(places) + 1):
+            assert f"{k}. {c}\n" in text
+        command = env.unwrapped.expert_action()
+        obs, _, won, _, info = wrapped.step(str(info["choices"].index(command) + 1))
+        assert info["parsed_action"] == command and info["is_action_valid"]
+        if won:
+            break
+    assert won and carried
+    wrapped.close()
+
+
+def test_choice_prompt_says_when_a_command_did_nothing():
+    _, wrapped = _choice_env()
+    obs, info = wrapped.reset(seed=3)
+    assert "did nothing" not in obs[1]["content"]
+    obs, _, _, _, info = wrapped.step("99")  # no such number
+    assert not info["is_action_valid"] and "Your last command did nothing." in obs[1]["content"]
+    obs, _, _, _, info = wrapped.step("1")
+    assert info["is_action_valid"] and "did nothing" not in obs[1]["content"]
+    wrapped.close()

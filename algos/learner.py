@@ -117,6 +117,9 @@ class Learner:
         world: World | None = None,
     ) -> None:
         self.world = world if world is not None else World()
+        # One process only: ranks whose rows share prefixes of different lengths would run
+        # different numbers of forwards, and an FSDP forward is a collective.
+        self._share = self.world.size == 1
         self.loss_scale_factor = loss_scale_factor
         self.model, self.tokenizer, self.algo = model, tokenizer, algo
         self.acfg, self.ocfg = algo_cfg, optim_cfg
@@ -158,7 +161,7 @@ class Learner:
                 mb = batch.select(rows) if rows else self._filler(batch)
                 depth = self.trunk_depth if what != "values" else None  # the ref shares it
                 inputs = pack(mb, self.tokenizer.pad_token_id, self.device, depth,
-                              share_prefix=what != "values")  # fmt: skip
+                              share_prefix=what != "values" and self._share)  # fmt: skip
                 if what == "values":
                     val = response_values(self.critic, inputs)
                 else:
@@ -284,7 +287,7 @@ class Learner:
                 self.tokenizer.pad_token_id,
                 self.device,
                 self.trunk_depth,
-                share_prefix=self.critic is None,
+                share_prefix=self.critic is None and self._share,
             )  # the critic reads whole rows
             w = inputs["width_r"]
             loss = torch.zeros((), device=self.device)
@@ -458,6 +461,8 @@ def by_prompt(batch: StepBatch, rows: Any) -> list[int]:
     Micro-batches cut from this order share long prefixes (:func:`algos.packing.pack`); the
     sum a mini-batch accumulates does not depend on the order.
     """
+    if batch.prompt_ids is None:
+        return list(rows)
     prompts = prompt_rows(batch)
     return sorted(rows, key=lambda i: prompts[i].tolist())
 

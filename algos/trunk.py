@@ -11,7 +11,7 @@ demonstration and trains the top layers on them for every epoch.
 With ``model.compute_dtype = "bfloat16"`` on a float32 model every decoder layer runs under
 autocast and the frozen ones are stored in bfloat16 (:func:`autocast_layers`), each layer
 returning its hidden states in float32: the matrix products, nearly all of a forward's work,
-run in bfloat16 (on CPUs with AMX or AVX512-BF16 about 3x float32: docs/benchmarks.md), while
+run in bfloat16 (prefill ~2x float32 on an AMX CPU: docs/benchmarks.md), while
 the residual stream, the embeddings, the head, the trained weights and the optimiser stay in
 float32 (mixed precision).
 

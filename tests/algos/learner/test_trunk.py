@@ -177,3 +177,19 @@ def test_bfloat16_layers_keep_float32_weights_where_they_train():
     plain = StepBatch(**{**batch.__dict__, "trunk_states": None})
     torch.testing.assert_close(learner.score(batch, "logp"), learner.score(plain, "logp"),
                                atol=2e-2, rtol=0)  # fmt: skip
+
+
+def test_the_cache_keyword_is_read_through_a_wrapper():
+    from algos.trunk import cache_keyword
+
+    model, _ = load_model("tiny-random", seed=0)
+
+    class Wrapper(torch.nn.Module):  # forwards like DDP and FSDP: (*args, **kwargs)
+        def __init__(self, module):
+            super().__init__()
+            self.module = module
+
+        def forward(self, *args, **kwargs):
+            return self.module(*args, **kwargs)
+
+    assert cache_keyword(Wrapper(model)) == cache_keyword(model)

@@ -176,14 +176,14 @@ def cache_keyword(model: Any) -> str:
     """The forward keyword of a model's key/value cache in this transformers version.
 
     (``past_key_values`` was renamed ``cache`` in transformers 5.2x; both are accepted for a
-    while, the old one with a warning.) A wrapper whose ``forward`` takes ``*args, **kwargs``
-    (DDP, FSDP) is looked through to the model it wraps.
+    while, the old one with a warning.) A DDP wrapper, whose ``forward`` takes ``*args,
+    **kwargs``, is looked through (:func:`algos.distributed.plain`).
     """
     import inspect
 
-    while hasattr(model, "module"):
-        model = model.module
-    params = inspect.signature(model.forward).parameters
+    from algos.distributed import plain
+
+    params = inspect.signature(plain(model).forward).parameters
     return "cache" if "cache" in params else "past_key_values"
 
 

@@ -179,17 +179,16 @@ def test_bfloat16_layers_keep_float32_weights_where_they_train():
                                atol=2e-2, rtol=0)  # fmt: skip
 
 
-def test_the_cache_keyword_is_read_through_a_wrapper():
+def test_the_cache_keyword_is_read_through_a_wrapper(tmp_path):
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
     from algos.trunk import cache_keyword
 
     model, _ = load_model("tiny-random", seed=0)
-
-    class Wrapper(torch.nn.Module):  # forwards like DDP and FSDP: (*args, **kwargs)
-        def __init__(self, module):
-            super().__init__()
-            self.module = module
-
-        def forward(self, *args, **kwargs):
-            return self.module(*args, **kwargs)
-
-    assert cache_keyword(Wrapper(model)) == cache_keyword(model)
+    store = dist.FileStore(str(tmp_path / "store"), 1)  # a real one-process gloo group
+    dist.init_process_group("gloo", store=store, rank=0, world_size=1)
+    try:  # DDP's forward takes (*args, **kwargs): the model's keyword must still be found
+        assert cache_keyword(DDP(model)) == cache_keyword(model)
+    finally:
+        dist.destroy_process_group()

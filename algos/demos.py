@@ -117,10 +117,25 @@ def demo_key(cfg: Config, tokenizer_name: str, episodes: int, seed: int) -> str:
     return params_key(
         {
             "env": shaping, "templates": _template_text(e.prompt, e.id),
+            "choices_source": _source(e.choices),
             "tokenizer": tokenizer_name, "episodes": episodes, "seed": seed, "noise": s.noise,
             "expert": s.expert, "max_prompt_tokens": r.max_prompt_tokens, "version": 1,
         }
     )  # fmt: skip
+
+
+def _source(choices: str) -> str | None:
+    """The ``env.choices`` function's source, so that editing it invalidates cached demos."""
+    import inspect
+
+    from algos.envs import choices_function
+
+    if not choices:
+        return None
+    try:
+        return inspect.getsource(choices_function(choices))
+    except (OSError, TypeError):  # built in, or defined where no source is kept
+        return None
 
 
 def _template_text(prompt: str, env_id: str) -> list[str] | None:

@@ -178,12 +178,14 @@ def focused_choices(info: dict[str, Any]) -> list[str]:
     First ``go to`` every place the room has (``info["places"]``, in the env's order: the
     same numbers for the whole episode; going to the place the agent stands at does nothing),
     then the other admissible commands but the looking ones (``look``, ``inventory``,
-    ``examine``, ``help``) and take/put commands for anything but the task's object and
-    receptacle, read from the task sentence as :data:`FOCUSED_PROMPTS` does. The
-    ``env.choices`` of ``env.action_match = "number"`` (:class:`agent_gym.wrappers.ParseAction`).
+    ``examine``, ``help``), ``close`` (no task needs it, and a policy choosing by position
+    can open and close the same place forever) and take/put commands for anything but the
+    task's object and receptacle, read from the task sentence as :data:`FOCUSED_PROMPTS`
+    does. The ``env.choices`` of ``env.action_match = "number"``
+    (:class:`agent_gym.wrappers.ParseAction`).
 
     >>> focused_choices({"task": "put a pen in drawer.", "places": ["desk 1", "drawer 1"],
-    ...     "admissible_actions": ["examine desk 1", "go to drawer 1", "look",
+    ...     "admissible_actions": ["close drawer 1", "examine desk 1", "go to drawer 1", "look",
     ...                            "take pen 1 from desk 1", "take pencil 2 from desk 1"]})
     ['go to desk 1', 'go to drawer 1', 'take pen 1 from desk 1']
     """
@@ -193,7 +195,7 @@ def focused_choices(info: dict[str, Any]) -> list[str]:
         obj, dest = words[2], words[4]
 
     def offered(a: str) -> bool:
-        if a.startswith(("go to ", "examine ")) or a in ("help", "look", "inventory"):
+        if a.startswith(("go to ", "examine ", "close ")) or a in ("help", "look", "inventory"):
             return False
         if not obj or not a.startswith(("take ", "move ")):
             return True
@@ -214,7 +216,7 @@ def focused_choices(info: dict[str, Any]) -> list[str]:
 #: ``info["carrying"]``: what ``look`` and ``inventory`` would say), the last thing it was
 #: shown (a command that did nothing leaves it on screen, with a line saying so), the places
 #: that matter now: while its hands are empty, those it has not looked into yet
-#: (``info["searched"]``); while it carries something, those of the task's receptacle type
+#: (``info["searched"]``) but the one it stands at (going there again does nothing); while it carries something, those of the task's receptacle type
 #: (read from the task sentence); last, the other commands on offer. It reads nothing the agent
 #: has not been shown: never where the object is. Not upstream's interface (there the model
 #: writes the command).
@@ -231,7 +233,8 @@ CHOICE_PROMPTS = PromptTemplates(
         "{% if info.carrying and dest %}{{ dest }}: "
         "{% for p in info.places if p.split(' ')[0] == dest %}"
         "{{ info.places.index(p) + 1 }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
-        "{% else %}Not searched: {% for p in info.places if p not in info.searched %}"
+        "{% else %}Not searched: {% for p in info.places if p not in info.searched"
+        " and p != info.location %}"
         "{{ info.places.index(p) + 1 }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
         "{% endif %}"
         "{% for c in info.choices[info.places | length:] %}"

@@ -4,6 +4,7 @@ and raises the test env's success; SFT -> RL drops into ``algos train``."""
 from __future__ import annotations
 
 import json
+import sys
 
 import pytest
 from conftest import KEYPAD
@@ -62,6 +63,17 @@ def test_editing_a_prompt_template_invalidates_the_cached_demonstrations(monkeyp
         before = demo_key(cfg, "tiny-random", 3, 1)
         monkeypatch.setattr(owner, attr, PromptTemplates("edited", "{{ task }}"), raising=False)
         assert demo_key(cfg, "tiny-random", 3, 1) != before, prompt
+
+
+def test_editing_the_choices_function_invalidates_the_cached_demonstrations(tmp_path, monkeypatch):
+    module = tmp_path / "my_choices.py"
+    module.write_text("def offered(info):\n    return ['1']\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = load_config(None, [*SFT, "env.action_match='number'", "env.choices='my_choices:offered'"])
+    before = demo_key(cfg, "tiny-random", 3, 1)
+    module.write_text("def offered(info):\n    return ['2']\n")
+    sys.modules.pop("my_choices", None)
+    assert demo_key(cfg, "tiny-random", 3, 1) != before
 
 
 def test_cloning_lowers_heldout_nll_and_raises_success(tmp_path):

@@ -216,10 +216,10 @@ def focused_choices(info: dict[str, Any]) -> list[str]:
 #: ``info["carrying"]``: what ``look`` and ``inventory`` would say), the last thing it was
 #: shown (a command that did nothing leaves it on screen, with a line saying so), the places
 #: that matter now: while its hands are empty, those it has not looked into yet
-#: (``info["searched"]``) but the one it stands at (going there again does nothing); while it carries something, those of the task's receptacle type
-#: (read from the task sentence); last, the other commands on offer. It reads nothing the agent
-#: has not been shown: never where the object is. Not upstream's interface (there the model
-#: writes the command).
+#: (``info["searched"]``) but the one it stands at (going there again does nothing); while it
+#: carries something, those of the task's receptacle type (read from the task sentence);
+#: last, the other commands on offer. It reads nothing the agent has not been shown: never
+#: where the object is. Not upstream's interface (there the model writes the command).
 CHOICE_PROMPTS = PromptTemplates(
     system="You act in a house. Reply with the number of one command.",
     user=(

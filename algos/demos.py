@@ -117,14 +117,14 @@ def demo_key(cfg: Config, tokenizer_name: str, episodes: int, seed: int) -> str:
     return params_key(
         {
             "env": shaping, "templates": _template_text(e.prompt, e.id),
-            "choices_source": _source(e.choices),
+            "choices_source": _choices_source(e.choices),
             "tokenizer": tokenizer_name, "episodes": episodes, "seed": seed, "noise": s.noise,
             "expert": s.expert, "max_prompt_tokens": r.max_prompt_tokens, "version": 1,
         }
     )  # fmt: skip
 
 
-def _source(choices: str) -> str | None:
+def _choices_source(choices: str) -> str | None:
     """The ``env.choices`` function's source, so that editing it invalidates cached demos."""
     import inspect
 

@@ -175,3 +175,20 @@ def test_choice_prompt_says_when_a_command_did_nothing():
     obs, _, _, _, info = wrapped.step("1")
     assert info["is_action_valid"] and "did nothing" not in obs[1]["content"]
     wrapped.close()
+
+
+def test_choice_prompt_leaves_the_closed_place_the_agent_stands_at_out_of_not_searched():
+    _, wrapped = _choice_env()
+    obs, info = wrapped.reset(seed=3)
+    places = info["places"]
+    for n, place in enumerate(places, 1):
+        obs, _, _, _, info = wrapped.step(str(n))  # go to each place until one is closed
+        if f"The {place} is closed." in obs[1]["content"]:
+            break
+    else:
+        raise AssertionError("seed 3's room has no closed place")
+    text = obs[1]["content"]
+    shown = text.split("Not searched: ")[1].split("\n")[0].split(", ")
+    assert info["location"] == place and place not in info["searched"]
+    assert str(n) not in shown and f"open {place}" in info["choices"]
+    wrapped.close()

@@ -25,11 +25,14 @@ def test_alfworld_recipe_profiles():
     assert (base.algo.gamma, base.optim.lr, base.algo.kl_coef) == (0.95, 1e-6, 0.01)
     cpu = load_config(RECIPE)  # default_profile = "cpu"
     assert cpu.profile == "cpu" and cpu.model.name == "smollm2-135m"
-    assert cpu.env.action_match == "admissible" and cpu.env.reward_scale == 0.0
-    # The main job: clone the expert, then GiGPO w/o std; 10 steps; 64 held-out games.
-    assert cpu.model.init == "sft" and cpu.algo.gigpo_mode == "mean_norm"
-    assert (cpu.env.max_steps, cpu.run.eval_episodes, cpu.run.threads) == (10, 64, 2)
-    assert cpu.env.prompt.endswith(":FOCUSED_PROMPTS") and "random" in cpu.run.eval_baselines
+    assert cpu.env.action_match == "number" and cpu.env.reward_scale == 0.0
+    # The main job: clone the searching expert, then GiGPO w/ std; the numbered interface,
+    # 20 steps; 64 held-out games.
+    assert cpu.model.init == "sft" and cpu.sft.expert == "search_expert_action"
+    assert cpu.algo.gigpo_mode == "mean_std_norm"
+    assert (cpu.env.max_steps, cpu.run.eval_episodes, cpu.run.threads) == (20, 64, 2)
+    assert cpu.env.prompt.endswith(":CHOICE_PROMPTS") and "random" in cpu.run.eval_baselines
+    assert cpu.env.choices.endswith(":focused_choices")
     gpu = load_config(RECIPE, ["profile=gpu", "run.iterations=3"])
     assert gpu.model.name == "Qwen/Qwen2.5-1.5B-Instruct" and gpu.model.dtype == "bfloat16"
     assert gpu.env.num_tasks == 16 and gpu.run.iterations == 3

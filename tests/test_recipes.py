@@ -130,7 +130,7 @@ def test_cpu_profile_with_smollm2(recipe, tmp_path):
     """The CPU profile as shipped (SmolLM2-135M), one iteration without evaluation.
 
     ALFWorld's profile is the clone-then-RL pipeline: a 4-demo cloning stage here (the shipped
-    64 demos, 4 x 8 envs and 10 steps passed 900 s on a loaded machine).
+    64 demos and 4 x 8 envs take about 12 minutes quiet).
     """
     sets = ["run.iterations=1", "run.eval_episodes=0", "run.progress=false", "sft.demos=4",
             "sft.val_demos=2", "sft.epochs=1", "env.num_tasks=1", "env.max_steps=4"]  # fmt: skip

@@ -197,7 +197,7 @@ def plot(result: dict[str, Any], path: Path) -> None:
     randoms = [s["random"] for r in result.values() for s in r["seeds"] if s["random"] is not None]
     if randoms:
         ax.axhline(sum(randoms) / len(randoms), ls=":", color="grey", label="random agent")
-    ax.set_xlabel("iteration (0 = the shared starting checkpoint)")
+    ax.set_xlabel("iteration (0 = the policy RL started from)")
     ax.set_ylabel("held-out success rate")
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_ylim(-0.03, 1.03)

@@ -101,20 +101,24 @@ class ExpertAgent:
     """The env's scripted expert (``env.unwrapped.expert_action()``) as a :class:`TextAgent`.
 
     An upper reference on the same tasks as every other agent. Once the expert has nothing
-    left to do (the task is won) it answers ``"help"``, which changes nothing.
+    left to do (the task is won) it answers ``"help"``, which changes nothing. ``method`` names
+    another scripted demonstrator of the env, a method whose name ends in ``expert_action``
+    (ALFWorld's ``search_expert_action``): no other method of the env is ever called.
 
     Raises:
-        ValueError: The env has no scripted expert.
+        ValueError: The env has no scripted expert of that name.
     """
 
-    def __init__(self, env: gym.Env) -> None:
-        if not callable(getattr(env.unwrapped, "expert_action", None)):
-            raise ValueError(f"{env.unwrapped} has no scripted expert (expert_action)")
+    def __init__(self, env: gym.Env, method: str = "expert_action") -> None:
+        named = method.isidentifier() and method.endswith("expert_action")
+        if not named or not callable(getattr(env.unwrapped, method, None)):
+            raise ValueError(f"{env.unwrapped} has no scripted expert {method!r}")
         self.env = env
+        self._expert = getattr(env.unwrapped, method)
 
     def act(self, observation: Any, info: dict[str, Any]) -> str:
         """The expert's next command."""
-        return self.env.unwrapped.expert_action() or "help"
+        return self._expert() or "help"
 
 
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'-]{2,}")

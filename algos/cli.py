@@ -82,9 +82,9 @@ def _compare(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from algos.config import load_config
     from algos.eval import (
-        REFERENCE_AGENTS,
         evaluate,
         evaluate_agent,
+        is_reference_agent,
         open_policy,
         table,
         with_env,
@@ -96,7 +96,7 @@ def _eval(args: argparse.Namespace) -> int:
         raise ValueError(f"--policy {' '.join(args.policy)!r} names no policy")
     rows, results = [], {}
     for spec in policies:
-        if spec in REFERENCE_AGENTS:
+        if is_reference_agent(spec):
             result = evaluate_agent(cfg, spec, args.episodes, progress=True)
         else:
             backend = open_policy(spec, cfg, served_model=args.model)
@@ -198,8 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--policy",
         action="append",
         required=True,
-        help="random, expert, hf:MODEL, run:RUN_DIR, vllm:MODEL or openai:URL; repeat (or "
-        "comma-separate) for a table",
+        help="random, expert, expert:METHOD, hf:MODEL, run:RUN_DIR, vllm:MODEL or openai:URL; "
+        "repeat (or comma-separate) for a table",
     )
     e.add_argument("--model", help="served model name for openai:URL (default: model.name)")
     e.add_argument("--episodes", type=int, default=20, help="held-out tasks to play")

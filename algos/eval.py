@@ -5,7 +5,8 @@ The tasks are distinct tasks of ``env.eval_kwargs``' split, drawn by seeds from
 table is one policy on exactly those tasks:
 
 * ``random``: uniform over ``info["admissible_actions"]`` (:class:`agent_gym.RandomAgent`);
-* ``expert``: the env's scripted ``expert_action()`` (an upper reference);
+* ``expert``: the env's scripted ``expert_action()`` (an upper reference); ``expert:METHOD``
+  another scripted demonstrator of the env (ALFWorld's ``expert:search_expert_action``);
 * a model: ``hf:MODEL`` (transformers), ``vllm:MODEL``, ``openai:URL`` (``--model`` names the
   served model), or ``run:RUN_DIR`` / a run directory (the run's model with its latest
   checkpoint), stepped in batches through the same wrappers, prompts and context rule as the
@@ -77,23 +78,27 @@ def evaluate(cfg: Config, backend: Any, episodes: int, *, progress: bool = False
 def evaluate_agent(
     cfg: Config, agent: str, episodes: int, *, progress: bool = False
 ) -> dict[str, Any]:
-    """Play the held-out tasks with a reference agent (``random`` or ``expert``).
+    """Play the held-out tasks with a reference agent (``random``, ``expert``, ``expert:METHOD``).
 
     The agent acts on the env's own commands (no parsing, no prompt), under the same step
     cap as a model (``env.max_steps``); success, score and validity are the env's.
 
     Raises:
-        ValueError: Unknown agent, or ``expert`` on an env without ``expert_action()``.
+        ValueError: Unknown agent, or an expert the env does not have.
     """
     import gymnasium as gym
 
     from agent_gym.agents import ExpertAgent, RandomAgent, run_episode
 
-    if agent not in REFERENCE_AGENTS:
-        raise ValueError(f"unknown reference agent {agent!r}; use {' or '.join(REFERENCE_AGENTS)}")
+    if not is_reference_agent(agent):
+        raise ValueError(
+            f"unknown reference agent {agent!r}; use {' or '.join(REFERENCE_AGENTS)} "
+            "(or expert:METHOD)"
+        )
     env = gym.make(resolve_env(cfg.env.id), **env_kwargs(cfg, evaluation=True))
     try:
-        player = RandomAgent(cfg.run.seed) if agent == "random" else ExpertAgent(env)
+        method = agent.partition(":")[2] or "expert_action"
+        player = RandomAgent(cfg.run.seed) if agent == "random" else ExpertAgent(env, method)
     except ValueError:
         env.close()
         raise
@@ -110,6 +115,11 @@ def evaluate_agent(
     for ep in done:
         ep.steps = []  # the infos are large; the summary needs the counts only
     return summarize(done)
+
+
+def is_reference_agent(spec: str) -> bool:
+    """Whether ``spec`` names a policy without a model: ``random``, ``expert``, ``expert:METHOD``."""
+    return spec in REFERENCE_AGENTS or spec.startswith("expert:")
 
 
 def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> Any:
@@ -145,8 +155,8 @@ def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> A
     if kind == "openai":
         return make_backend("openai", url=target, model_name=served_model or cfg.model.name)
     raise ValueError(
-        f"unknown policy {spec!r}; use random, expert, hf:MODEL, run:RUN_DIR, vllm:MODEL or "
-        "openai:URL"
+        f"unknown policy {spec!r}; use random, expert, expert:METHOD, hf:MODEL, run:RUN_DIR, "
+        "vllm:MODEL or openai:URL"
     )
 
 

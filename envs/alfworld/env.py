@@ -14,6 +14,7 @@ By default the games are generated (:mod:`.generator`, ``data_source =
 from __future__ import annotations
 
 import os
+import random
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
@@ -180,6 +181,8 @@ class ALFWorldEnv(TextEnv):
         self._searched: dict[str, None] = {}  # places whose inside the agent has been shown
         self._holding = False  # the agent picked up an object of the goal's type
         self._places = [a[6:] for a in admissible if a.startswith("go to ")]  # the room's
+        self._reset_seed = seed
+        self._search_order: list[str] | None = None  # shuffled_search_expert_action's, drawn once
         self._location = ""  # where the agent's last valid "go to" took it
         self._carrying = ""  # what the agent's last valid "take" picked up, until put down
         return obs, self._info()
@@ -261,6 +264,28 @@ class ALFWorldEnv(TextEnv):
         the other task types it follows :meth:`expert_action` from there. Games whose goal
         cannot be read, and look-at-in-light games, get :meth:`expert_action` throughout.
         """
+        return self._search_action(self._admissible)
+
+    def shuffled_search_expert_action(self) -> str | None:
+        """:meth:`search_expert_action` looking into the places in a random order, not listed.
+
+        The order is one permutation of the room's places per episode, drawn from the reset
+        seed and the game (the same episode gives the same commands). Cloning it gives a policy
+        that spreads its choice of where to look next over the places not searched yet, where
+        the listed-order searcher's clone always picks the first: a starting point for RL that
+        explores where to look, and leaves learning where objects usually are to RL.
+        """
+        if self._record is None:
+            raise RuntimeError("call reset() before asking for the expert")
+        if self._search_order is None:
+            rng = random.Random(f"{self._reset_seed}/{self._record.task_id}")
+            self._search_order = rng.sample(self._places, len(self._places))
+        first = [f"go to {p}" for p in self._search_order]
+        rest = [a for a in self._admissible if not a.startswith("go to ")]
+        return self._search_action([a for a in first if a in self._admissible] + rest)
+
+    def _search_action(self, admissible: list[str]) -> str | None:
+        """The searching expert's next command, trying ``go to`` targets in ``admissible``'s order."""
         if self._record is None:
             raise RuntimeError("call reset() before asking for the expert")
         if self._won:
@@ -283,7 +308,7 @@ class ALFWorldEnv(TextEnv):
                 and f"go to {a[5:]}" not in self._admissible
             ):
                 return a  # the closed receptacle the agent stands at
-        for a in self._admissible:
+        for a in admissible:
             if a.startswith("go to ") and a[6:] not in self._searched:
                 return a
         return self.expert_action()  # looked everywhere (the object is elsewhere, e.g. held)

@@ -34,6 +34,13 @@ def test_a_small_split_is_played_once_per_game():
     assert seeds[0] == cfg.env.eval_seed  # the first seed always starts a new task
     result = evaluate_agent(cfg, "expert", 8)
     assert result["episodes"] == 4 and result["success_rate"] == 1.0
+    # another demonstrator by name; one the env lacks is named in the error
+    searcher = evaluate_agent(cfg, "expert:search_expert_action", 8)
+    assert searcher["episodes"] == 4 and searcher["valid_action_ratio"] == 1.0
+    with pytest.raises(ValueError, match="no scripted expert 'teleport'"):
+        evaluate_agent(cfg, "expert:teleport", 8)
+    with pytest.raises(ValueError, match="no scripted expert 'close'"):  # not an expert's name
+        evaluate_agent(cfg, "expert:close", 8)
 
 
 def test_a_large_split_gives_as_many_distinct_tasks_as_asked():

@@ -297,3 +297,32 @@ def test_search_expert_looks_before_it_takes_and_wins_given_the_steps() -> None:
         assert info["won"], info["task_id"]
         assert env.search_expert_action() is None
     env.close()
+
+
+def test_shuffled_search_expert_looks_in_a_seeded_random_order_and_wins() -> None:
+    # The random-order searcher: the same reset seed gives the same commands; across seeds its
+    # first place is not always the listed first one; given the steps it wins like the other.
+    env = ALFWorldEnv(task_types=["pick_and_place_simple"])
+    firsts = []
+    for seed in range(4):
+        _, info = env.reset(seed=seed)
+        listed_first = next(a for a in info["admissible_actions"] if a.startswith("go to "))
+        first = env.shuffled_search_expert_action()
+        assert first.startswith("go to ") and first == env.shuffled_search_expert_action()
+        firsts.append(first != listed_first)
+        played = []
+        for _ in range(80):
+            action = env.shuffled_search_expert_action()
+            played.append(action)
+            *_, terminated, _, info = env.step(action)
+            if terminated:
+                break
+        assert info["won"], info["task_id"]
+        env.reset(seed=seed)
+        again = []
+        for _ in played:
+            again.append(env.shuffled_search_expert_action())
+            env.step(again[-1])
+        assert again == played
+    assert any(firsts)
+    env.close()

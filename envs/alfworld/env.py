@@ -280,12 +280,14 @@ class ALFWorldEnv(TextEnv):
         if self._search_order is None:
             rng = random.Random(f"{self._reset_seed}/{self._record.task_id}")
             self._search_order = rng.sample(self._places, len(self._places))
-        first = [f"go to {p}" for p in self._search_order]
-        rest = [a for a in self._admissible if not a.startswith("go to ")]
-        return self._search_action([a for a in first if a in self._admissible] + rest)
+        return self._search_action([f"go to {p}" for p in self._search_order])
 
-    def _search_action(self, admissible: list[str]) -> str | None:
-        """The searching expert's next command, trying ``go to`` targets in ``admissible``'s order."""
+    def _search_action(self, goes: list[str]) -> str | None:
+        """The searching expert's next command, looking into places in the order of ``goes``.
+
+        ``goes``: ``go to`` commands (other commands in it are skipped); those not admissible
+        now are skipped too.
+        """
         if self._record is None:
             raise RuntimeError("call reset() before asking for the expert")
         if self._won:
@@ -308,8 +310,8 @@ class ALFWorldEnv(TextEnv):
                 and f"go to {a[5:]}" not in self._admissible
             ):
                 return a  # the closed receptacle the agent stands at
-        for a in admissible:
-            if a.startswith("go to ") and a[6:] not in self._searched:
+        for a in goes:
+            if a.startswith("go to ") and a[6:] not in self._searched and a in self._admissible:
                 return a
         return self.expert_action()  # looked everywhere (the object is elsewhere, e.g. held)
 

@@ -206,10 +206,14 @@ def make_demos(
     rng = random.Random(seed)
     venv = make_envs(cfg, 1, mode="sync")
     env = venv.envs[0]
-    expert = getattr(env.unwrapped, cfg.sft.expert, None)
-    if not cfg.sft.expert.isidentifier() or not callable(expert):
-        venv.close()
-        raise ValueError(f"sft: {cfg.env.id} has no scripted expert sft.expert={cfg.sft.expert!r}")
+    experts = []
+    for name in cfg.sft.expert.split(","):
+        expert = getattr(env.unwrapped, name.strip(), None)
+        if not name.strip().isidentifier() or not callable(expert):
+            venv.close()
+            raise ValueError(f"sft: {cfg.env.id} has no scripted expert {name.strip()!r} "
+                             f"(sft.expert={cfg.sft.expert!r})")  # fmt: skip
+        experts.append(expert)
     fmt = cfg.env.action_format
     tools = env.get_wrapper_attr("tools") if fmt == "tool_call" else ()
     eos = tokenizer.eos_token_id
@@ -218,6 +222,7 @@ def make_demos(
     bar = progress_bar(progress, "sft demos", total=episodes, unit="episode")
     try:
         for ep in range(episodes):
+            expert = experts[ep % len(experts)]  # several demonstrators take turns
             obs, info = env.reset(seed=rng.randrange(2**31))
             start, step, won = len(demos), 0, False
             while cap is None or step < cap:

@@ -219,7 +219,8 @@ class SftConfig:
     """Seed of the demonstrations' task draws (and of the noise)."""
     expert: str = "expert_action"
     """The env method that gives the demonstrator's next command (ALFWorld also has
-    ``search_expert_action``: an expert that must search for the object, as the policy must)."""
+    ``search_expert_action``: an expert that must search for the object, as the policy must).
+    Several, comma-separated, take turns by episode (``"a,b"``: a plays episodes 0, 2, ...)."""
 
 
 @dataclass

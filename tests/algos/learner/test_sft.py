@@ -116,3 +116,24 @@ def test_numbered_choices_are_demonstrated_as_the_number_of_the_experts_command(
     demos = make_demos(cfg, load_tokenizer("tiny-random"), 3, seed=3, progress=False)
     assert demos and all(d.text.isdigit() for d in demos)
     assert all(d.won for d in demos) and len({d.episode for d in demos}) == 3
+
+
+def test_several_demonstrators_take_turns_by_episode():
+    """``sft.expert = "a,b"``: a plays episodes 0, 2, ..., b episodes 1, 3, ...; each episode
+    is the one that demonstrator alone would have played from the same task draw."""
+    from algos.demos import make_demos
+
+    tok = load_tokenizer("tiny-random")
+
+    def texts(expert: str) -> list[list[str]]:
+        cfg = load_config("recipes/alfworld/gigpo.toml", [
+            "model=tiny-random", "sft.noise=0.0", f"sft.expert='{expert}'"])  # fmt: skip
+        demos = make_demos(cfg, tok, 4, seed=3, progress=False)
+        return [[d.text for d in demos if d.episode == ep] for ep in range(4)]
+
+    listed, shuffled = texts("search_expert_action"), texts("shuffled_search_expert_action")
+    both = texts("search_expert_action, shuffled_search_expert_action")
+    assert both == [listed[0], shuffled[1], listed[2], shuffled[3]]
+    assert listed[1] != shuffled[1] or listed[3] != shuffled[3]  # the turns are visible
+    with pytest.raises(ValueError, match="no scripted expert 'nope'"):
+        texts("search_expert_action,nope")

@@ -207,11 +207,11 @@ def make_demos(
     venv = make_envs(cfg, 1, mode="sync")
     env = venv.envs[0]
     experts = []
-    for name in cfg.sft.expert.split(","):
-        expert = getattr(env.unwrapped, name.strip(), None)
-        if not name.strip().isidentifier() or not callable(expert):
+    for name in (n.strip() for n in cfg.sft.expert.split(",")):
+        expert = getattr(env.unwrapped, name, None)
+        if not name.isidentifier() or not callable(expert):
             venv.close()
-            raise ValueError(f"sft: {cfg.env.id} has no scripted expert {name.strip()!r} "
+            raise ValueError(f"sft: {cfg.env.id} has no scripted expert {name!r} "
                              f"(sft.expert={cfg.sft.expert!r})")  # fmt: skip
         experts.append(expert)
     fmt = cfg.env.action_format

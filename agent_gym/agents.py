@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 import gymnasium as gym
@@ -97,6 +98,23 @@ def run_episode(
     return episode
 
 
+def scripted_expert(env: gym.Env, method: str = "expert_action") -> Callable[[], str | None]:
+    """The env's scripted demonstrator ``method``: its next command, ``None`` once done.
+
+    Only a method whose name ends in ``expert_action`` is one (ALFWorld's
+    ``search_expert_action``), so a name from a config or a command line never calls another
+    method of the env (``close``, ``reset``).
+
+    Raises:
+        ValueError: The env has no scripted expert of that name.
+    """
+    named = method.isidentifier() and method.endswith("expert_action")
+    expert = getattr(env.unwrapped, method, None) if named else None
+    if not callable(expert):
+        raise ValueError(f"{env.unwrapped} has no scripted expert {method!r}")
+    return expert
+
+
 class ExpertAgent:
     """The env's scripted expert (``env.unwrapped.expert_action()``) as a :class:`TextAgent`.
 
@@ -110,11 +128,8 @@ class ExpertAgent:
     """
 
     def __init__(self, env: gym.Env, method: str = "expert_action") -> None:
-        named = method.isidentifier() and method.endswith("expert_action")
-        if not named or not callable(getattr(env.unwrapped, method, None)):
-            raise ValueError(f"{env.unwrapped} has no scripted expert {method!r}")
         self.env = env
-        self._expert = getattr(env.unwrapped, method)
+        self._expert = scripted_expert(env, method)
 
     def act(self, observation: Any, info: dict[str, Any]) -> str:
         """The expert's next command."""

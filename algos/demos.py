@@ -200,20 +200,18 @@ def make_demos(
     Raises:
         ValueError: The env has no scripted expert (``expert_action()``).
     """
+    from agent_gym.agents import scripted_expert
     from algos.envs import make_envs
 
     check_split(cfg)
     rng = random.Random(seed)
     venv = make_envs(cfg, 1, mode="sync")
     env = venv.envs[0]
-    experts = []
-    for name in (n.strip() for n in cfg.sft.expert.split(",")):
-        expert = getattr(env.unwrapped, name, None)
-        if not name.isidentifier() or not callable(expert):
-            venv.close()
-            raise ValueError(f"sft: {cfg.env.id} has no scripted expert {name!r} "
-                             f"(sft.expert={cfg.sft.expert!r})")  # fmt: skip
-        experts.append(expert)
+    try:
+        experts = [scripted_expert(env, name.strip()) for name in cfg.sft.expert.split(",")]
+    except ValueError as err:
+        venv.close()
+        raise ValueError(f"sft: {cfg.env.id}: {err} (sft.expert={cfg.sft.expert!r})") from None
     fmt = cfg.env.action_format
     tools = env.get_wrapper_attr("tools") if fmt == "tool_call" else ()
     eos = tokenizer.eos_token_id

@@ -31,7 +31,7 @@ from agent_gym.envs.alfworld.games import (
     check_split,
     check_task_types,
 )
-from agent_gym.envs.alfworld.prompts import ALFWORLD_PROMPTS
+from agent_gym.envs.alfworld.prompts import ALFWORLD_PROMPTS, type_rounds
 
 INVALID_FEEDBACK = "Nothing happens."
 
@@ -281,6 +281,18 @@ class ALFWorldEnv(TextEnv):
             rng = random.Random(f"{self._reset_seed}/{self._record.task_id}")
             self._search_order = rng.sample(self._places, len(self._places))
         return self._search_action([f"go to {p}" for p in self._search_order])
+
+    def typed_search_expert_action(self) -> str | None:
+        """:meth:`search_expert_action` looking into one place of each type first.
+
+        The order is :func:`type_rounds` of the room's places: the first place of every type
+        (types in the order the env lists them), then the second of every type, and so on. It
+        knows nothing of where objects usually are, only that a room lists many places of a
+        few types (a kitchen's cabinets come before its countertops, drawers and fridge), and
+        it wins about as many generated games as a random order does, while every episode of
+        a room gets the same commands.
+        """
+        return self._search_action([f"go to {p}" for p in type_rounds(self._places)])
 
     def _search_action(self, goes: list[str]) -> str | None:
         """The searching expert's next command, looking into places in the order of ``goes``.

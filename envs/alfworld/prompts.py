@@ -207,6 +207,26 @@ def focused_choices(info: dict[str, Any]) -> list[str]:
     return places + [a for a in admissible_actions(info) if offered(a)]
 
 
+def type_rounds(places: list[str]) -> list[str]:
+    """``places`` in rounds by type: the first place of each type, then the second, and so on.
+
+    A place's type is its name without the number (``"cabinet 3"``: ``cabinet``); within a
+    round, places keep the order of ``places``. The search order of
+    ``typed_search_expert_action`` and of the "Not searched" line of
+    :data:`TYPED_CHOICE_PROMPTS`.
+
+    >>> type_rounds(["cabinet 1", "cabinet 2", "countertop 1", "drawer 1", "drawer 2", "fridge 1"])
+    ['cabinet 1', 'countertop 1', 'drawer 1', 'fridge 1', 'cabinet 2', 'drawer 2']
+    """
+    seen: dict[str, int] = {}
+    rank = []
+    for p in places:
+        kind = p.rsplit(" ", 1)[0]
+        rank.append(seen.get(kind, 0))
+        seen[kind] = rank[-1] + 1
+    return [p for _, _, p in sorted(zip(rank, range(len(places)), places))]
+
+
 #: The focused prompt with numbered commands and the agent's own notes instead of history
 #: (``env.prompt = "agent_gym.envs.alfworld.prompts:CHOICE_PROMPTS"``, with ``env.action_match
 #: = "number"`` and ``env.choices = "agent_gym.envs.alfworld.prompts:focused_choices"``): the
@@ -240,4 +260,32 @@ CHOICE_PROMPTS = PromptTemplates(
         "{% for c in info.choices[info.places | length:] %}"
         "{{ loop.index + info.places | length }}. {{ c }}\n{% endfor %}"
     ),
+)
+
+#: Jinja: the "Not searched" line of :data:`CHOICE_PROMPTS` (numbers in the listed order) and
+#: of :data:`TYPED_CHOICE_PROMPTS` (the same numbers in :func:`type_rounds`' order).
+_NOT_SEARCHED = (
+    "Not searched: {% for p in info.places if p not in info.searched"
+    " and p != info.location %}"
+    "{{ info.places.index(p) + 1 }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
+)
+_NOT_SEARCHED_TYPED = (
+    "{% set ns = namespace(count={}, order=[]) %}"
+    "{% for p in info.places %}{% set kind = p.rsplit(' ', 1)[0] %}"
+    "{% set k = ns.count.get(kind, 0) %}{% set _ = ns.count.update({kind: k + 1}) %}"
+    "{% set ns.order = ns.order + [(k, loop.index, p)] %}{% endfor %}"
+    "Not searched: {% for k, i, p in ns.order | sort if p not in info.searched"
+    " and p != info.location %}"
+    "{{ i }}{% if not loop.last %}, {% endif %}{% endfor %}\n"
+)
+assert _NOT_SEARCHED in CHOICE_PROMPTS.user
+
+#: :data:`CHOICE_PROMPTS` listing the places not searched yet one of each type first
+#: (:func:`type_rounds`; ``env.prompt = "agent_gym.envs.alfworld.prompts:TYPED_CHOICE_PROMPTS"``):
+#: the same numbers, in the order ``typed_search_expert_action`` looks into them, so that its
+#: clone, like the listed-order searcher's, answers the first number of that line. The order
+#: reads only the places' names, never where the object is. Not upstream's interface.
+TYPED_CHOICE_PROMPTS = PromptTemplates(
+    system=CHOICE_PROMPTS.system,
+    user=CHOICE_PROMPTS.user.replace(_NOT_SEARCHED, _NOT_SEARCHED_TYPED),
 )

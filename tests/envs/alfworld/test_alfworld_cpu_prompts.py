@@ -103,12 +103,12 @@ def test_search_prompt_marks_the_places_looked_into_and_shows_no_history():
     assert len(looked) > 1 and closed, "seed 5 shows open and closed places"
 
 
-def _choice_env():
+def _choice_env(templates=None):
     from agent_gym.envs.alfworld.prompts import CHOICE_PROMPTS, focused_choices
 
     env = gym.make("AgentR1/ALFWorld-v0", task_types=["pick_and_place_simple"])
     parser = ParseAction(env, format="plain", match="number", choices=focused_choices)
-    return env, ChatPrompt(parser, history_length=0, templates=CHOICE_PROMPTS)
+    return env, ChatPrompt(parser, history_length=0, templates=templates or CHOICE_PROMPTS)
 
 
 def test_the_agents_own_notes_are_what_it_was_shown():
@@ -191,4 +191,35 @@ def test_choice_prompt_leaves_the_closed_place_the_agent_stands_at_out_of_not_se
     shown = text.split("Not searched: ")[1].split("\n")[0].split(", ")
     assert info["location"] == place and place not in info["searched"]
     assert str(n) not in shown and f"open {place}" in info["choices"]
+    wrapped.close()
+
+
+def test_typed_choice_prompt_lists_one_place_of_each_type_first_as_its_searcher_looks():
+    # The typed prompt's "Not searched" line is type_rounds' order of the same numbers, and the
+    # typed searcher, while searching, answers that line's first number (or opens where it
+    # stands): what its clone has to copy is the same rule as the listed-order one's.
+    from agent_gym.envs.alfworld.prompts import TYPED_CHOICE_PROMPTS, type_rounds
+
+    env, wrapped = _choice_env(TYPED_CHOICE_PROMPTS)
+    for seed in (3, 5):
+        obs, info = wrapped.reset(seed=seed)
+        places = info["places"]
+        assert type_rounds(places) != places  # a room with several places of one type
+        for _ in range(30):
+            text = obs[1]["content"]
+            command = env.unwrapped.typed_search_expert_action()
+            if "Not searched: " in text:
+                left = [
+                    str(places.index(p) + 1)
+                    for p in type_rounds(places)
+                    if p not in info["searched"] and p != info["location"]
+                ]
+                assert f"Not searched: {', '.join(left)}\n" in text
+                if command.startswith("go to ") and left:
+                    assert command == f"go to {places[int(left[0]) - 1]}"
+            obs, _, won, _, info = wrapped.step(str(info["choices"].index(command) + 1))
+            assert info["is_action_valid"]
+            if won:
+                break
+        assert won, info["task_id"]
     wrapped.close()

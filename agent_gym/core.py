@@ -163,6 +163,14 @@ class TextEnv(gym.Env[str, str]):
         """How many tasks ``reset(seed=...)`` draws from; None (unknown) unless overridden."""
         return None
 
+    def task_id_for(self, seed: int) -> str | None:
+        """The ``info["task_id"]`` that ``reset(seed=seed)`` would start, without starting it.
+
+        None (unknown: reset to find out) unless overridden; an env whose reset is costly
+        overrides it so that held-out evaluation can find distinct tasks cheaply.
+        """
+        return None
+
     def __init__(
         self,
         *,

@@ -201,14 +201,17 @@ def _distinct_task_seeds(cfg: Config, episodes: int) -> list[int]:
     env = gym.make(resolve_env(cfg.env.id), **env_kwargs(cfg, evaluation=True))
     with contextlib.closing(env):
         total = getattr(env.unwrapped, "num_tasks", None)
+        peek = getattr(env.unwrapped, "task_id_for", None)  # the task without a reset
         wanted = episodes if total is None else min(episodes, total)
         with tqdm(total=wanted, desc="held-out tasks", unit="task", leave=False,
                   disable=not cfg.run.progress) as bar:  # fmt: skip
             for seed in range(cfg.env.eval_seed, cfg.env.eval_seed + 50 * episodes):
                 if len(seeds) >= wanted:
                     break
-                _, info = env.reset(seed=seed)
-                task = str(info.get("task_id", seed))  # no task ids: every seed counts
+                task = peek(seed) if peek else None
+                if task is None:
+                    _, info = env.reset(seed=seed)
+                    task = str(info.get("task_id", seed))  # no task ids: every seed counts
                 if task not in seen:
                     seen.add(task)
                     seeds.append(seed)

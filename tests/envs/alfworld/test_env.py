@@ -83,6 +83,14 @@ def test_walkthrough_expert_solves_every_task_type(env: ALFWorldEnv, k: int) -> 
     assert info["won"] is True and info["score"] == 1.0 and total == 1.0
 
 
+def test_task_id_for_a_seed_is_the_task_its_reset_starts(env: ALFWorldEnv) -> None:
+    # What held-out evaluation reads instead of resetting (a TextWorld load) per seed.
+    seeds = range(40, 60)
+    peeked = [env.task_id_for(s) for s in seeds]
+    assert peeked == [env.reset(seed=s)[1]["task_id"] for s in seeds]
+    assert len(set(peeked)) > 1  # seeds start different games
+
+
 def test_win_gives_reward_one_once_and_terminates(env: ALFWorldEnv) -> None:
     obs, info = env.reset(options={"task_id": env.games.record(0).task_id})
     rewards = []

@@ -32,6 +32,7 @@ def test_env_plays_official_games_to_a_win() -> None:
     env = gym.make("AgentR1/ALFWorld-v0", data=str(FIXTURE), split="valid_unseen")
     obs, info = env.reset(seed=0)
     assert info["data_source"] == "official:json_2.1.1"
+    assert env.unwrapped.task_id_for(0) == info["task_id"]  # the same draw, without a load
     task_id = "valid_unseen/pick_clean_then_place_in_recep-Mug-None-CoffeeMachine-1/trial_T20190000_000002"
     obs, info = env.reset(options={"task_id": task_id})
     assert info["task"] == "clean some mug and put it in coffeemachine."

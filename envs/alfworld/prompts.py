@@ -289,3 +289,92 @@ TYPED_CHOICE_PROMPTS = PromptTemplates(
     system=CHOICE_PROMPTS.system,
     user=CHOICE_PROMPTS.user.replace(_NOT_SEARCHED, _NOT_SEARCHED_TYPED),
 )
+
+#: Every kind of place an ALFWorld room can list (its static receptacle types, as the text
+#: names them), in a fixed order: :func:`kind_choices` numbers them 1-29 in every room, so an
+#: answer means the same kind of place in every game. (Equal to the types of
+#: ``alfworld.gen.constants.STATIC_RECEPTACLES``, lowercased; tested.)
+KINDS: tuple[str, ...] = (
+    "armchair", "bathtubbasin", "bed", "cabinet", "cart", "coffeemachine", "coffeetable",
+    "countertop", "desk", "diningtable", "drawer", "dresser", "fridge", "garbagecan",
+    "handtowelholder", "laundryhamper", "microwave", "ottoman", "safe", "shelf", "sidetable",
+    "sinkbasin", "sofa", "stoveburner", "toaster", "toilet", "toiletpaperhanger", "towelholder",
+    "tvstand",
+)  # fmt: skip
+
+
+def kind_choices(info: dict[str, Any]) -> list[str]:
+    """The commands :data:`KIND_CHOICE_PROMPTS` numbers: one ``go to`` per kind, then the rest.
+
+    Entry ``k`` (1-based) of the first ``len(KINDS)`` goes to a place of kind ``KINDS[k-1]``:
+    while the agent carries nothing, the first place of that kind (in the env's order) it has
+    not looked into and does not stand at, else the first it does not stand at; while it
+    carries something, the first it does not stand at (where to put it). A kind the room
+    lacks gets ``go to <kind>``, which names no place and does nothing. A room with a kind
+    :data:`KINDS` lacks gets it appended after them. Then the commands
+    :func:`focused_choices` offers besides the places.
+
+    >>> info = {"task": "put a pen in drawer.", "places": ["desk 1", "drawer 1", "drawer 2"],
+    ...     "location": "drawer 1", "carrying": "", "searched": ["drawer 1"],
+    ...     "admissible_actions": ["go to desk 1", "go to drawer 2", "take pen 1 from drawer 1"]}
+    >>> c = kind_choices(info)
+    >>> c[KINDS.index("desk")], c[KINDS.index("drawer")], c[KINDS.index("fridge")], c[29:]
+    ('go to desk 1', 'go to drawer 2', 'go to fridge', ['take pen 1 from drawer 1'])
+    """
+    places = list(info.get("places", []))
+    here, searched = info.get("location", ""), set(info.get("searched", []))
+    by_kind: dict[str, list[str]] = {}
+    for p in places:
+        by_kind.setdefault(p.rsplit(" ", 1)[0], []).append(p)
+    kinds = [*KINDS, *sorted(set(by_kind) - set(KINDS))]
+    goes = []
+    for kind in kinds:
+        away = [p for p in by_kind.get(kind, []) if p != here]
+        fresh = [p for p in away if p not in searched and not info.get("carrying")]
+        target = (fresh or away or [kind])[0]
+        goes.append(f"go to {target}")
+    return goes + focused_choices(info)[len(places) :]
+
+
+#: The numbered prompt with one fixed number per kind of place (:func:`kind_choices`;
+#: ``env.prompt = "agent_gym.envs.alfworld.prompts:KIND_CHOICE_PROMPTS"``, ``env.choices =
+#: "agent_gym.envs.alfworld.prompts:kind_choices"``, ``env.action_match = "number"``). As
+#: :data:`TYPED_CHOICE_PROMPTS`, but the answer names a kind of place, not a place: 13 is the
+#: fridge in every room (the next fridge not looked into), so what an answer is worth (where
+#: apples usually are) carries over from one game to the next. "Go to" lists the room's
+#: kinds with their numbers; "Not searched" the kinds with a place not looked into yet, in
+#: the order ``typed_search_expert_action`` looks (the kinds with the fewest places looked
+#: into first, then by number), so that its clone answers the first number of the line.
+#: With ``env.history_length = 1`` a command that did nothing is named ("Your last command
+#: (go to fridge) did nothing."). Reads nothing the agent has not been shown. Not upstream's
+#: interface.
+KIND_CHOICE_PROMPTS = PromptTemplates(
+    system=CHOICE_PROMPTS.system,
+    user=(
+        _CLEAN + _TASK_WORDS + "{% set ns = namespace(k=0, kinds=[], go=[], rows=[]) %}"
+        "{% for p in info.places %}{% set ns.kinds = ns.kinds + [p.rsplit(' ', 1)[0]] %}{% endfor %}"
+        "{% for c in info.choices if c.startswith('go to ') %}{% set ns.k = ns.k + 1 %}{% endfor %}"
+        "{% for c in info.choices[:ns.k] if c[6:].rsplit(' ', 1)[0] in ns.kinds %}"
+        "{% set kind = c[6:].rsplit(' ', 1)[0] %}{% set i = info.choices.index(c) + 1 %}"
+        "{% set ns.go = ns.go + [i ~ ' ' ~ kind] %}"
+        "{% if c[6:] != kind and c[6:] not in info.searched and c[6:] != info.location %}"
+        "{% set m = namespace(n=0) %}{% for p in info.searched if p.rsplit(' ', 1)[0] == kind %}"
+        "{% set m.n = m.n + 1 %}{% endfor %}{% set ns.rows = ns.rows + [(m.n, i, kind)] %}"
+        "{% endif %}{% endfor %}"
+        "Task: {{ task }}\n"
+        "Go to: {{ ns.go | join('; ') }}\n"
+        "You are {% if info.location %}at {{ info.location }}{% else %}in the middle of the room"
+        "{% endif %}, carrying {{ info.carrying or 'nothing' }}.\n"
+        "{% if info.location %}{{ clean(info.anchor_obs) }}\n{% endif %}"
+        "{% if observation != info.anchor_obs %}Your last command"
+        "{% if history %} ({{ history[-1].action }}){% endif %} did nothing.\n{% endif %}"
+        "{% if info.carrying and dest %}{{ dest }}: "
+        "{% for c in info.choices[:ns.k] if c[6:].rsplit(' ', 1)[0] == dest and dest in ns.kinds %}"
+        "{{ info.choices.index(c) + 1 }}{% endfor %}\n"
+        "{% else %}Not searched: {% for _, i, kind in ns.rows | sort %}{{ i }} {{ kind }}"
+        "{% if not loop.last %}, {% endif %}{% endfor %}\n"
+        "{% endif %}"
+        "{% for c in info.choices[ns.k:] %}"
+        "{{ loop.index + ns.k }}. {{ c }}\n{% endfor %}"
+    ),
+)

@@ -103,11 +103,11 @@ def test_search_prompt_marks_the_places_looked_into_and_shows_no_history():
     assert len(looked) > 1 and closed, "seed 5 shows open and closed places"
 
 
-def _choice_env(templates=None):
+def _choice_env(templates=None, choices=None):
     from agent_gym.envs.alfworld.prompts import CHOICE_PROMPTS, focused_choices
 
     env = gym.make("AgentR1/ALFWorld-v0", task_types=["pick_and_place_simple"])
-    parser = ParseAction(env, format="plain", match="number", choices=focused_choices)
+    parser = ParseAction(env, format="plain", match="number", choices=choices or focused_choices)
     return env, ChatPrompt(parser, history_length=0, templates=templates or CHOICE_PROMPTS)
 
 
@@ -222,4 +222,43 @@ def test_typed_choice_prompt_lists_one_place_of_each_type_first_as_its_searcher_
             if won:
                 break
         assert won, info["task_id"]
+    wrapped.close()
+
+
+def test_kind_prompt_gives_each_kind_of_place_one_number_in_every_room():
+    # 13 is the fridge in every room: the "Go to" line numbers the room's kinds of place by
+    # KINDS, the typed searcher's command is always on offer, and while it searches it is the
+    # first number of the "Not searched" line; answering numbers only, it wins.
+    from agent_gym.envs.alfworld import scenes
+    from agent_gym.envs.alfworld.prompts import KIND_CHOICE_PROMPTS, KINDS, kind_choices
+
+    assert KINDS == tuple(sorted(t.lower() for t in scenes.rules()["static_receptacles"]))
+    env, wrapped = _choice_env(KIND_CHOICE_PROMPTS, kind_choices)
+    for seed in (3, 5, 8):
+        obs, info = wrapped.reset(seed=seed)
+        kinds = sorted({p.rsplit(" ", 1)[0] for p in info["places"]}, key=KINDS.index)
+        go_to = "; ".join(f"{KINDS.index(k) + 1} {k}" for k in kinds)
+        for _ in range(30):
+            text = obs[1]["content"]
+            assert f"Go to: {go_to}\n" in text  # the same line on every step
+            command = env.unwrapped.typed_search_expert_action()
+            n = info["choices"].index(command) + 1
+            if n <= len(KINDS):
+                assert command.rsplit(" ", 1)[0] == f"go to {KINDS[n - 1]}"
+            if command.startswith("go to ") and "Not searched: " in text:
+                assert text.split("Not searched: ")[1].startswith(f"{n} ")
+            obs, _, won, _, info = wrapped.step(str(n))
+            assert info["is_action_valid"]
+            if won:
+                break
+        assert won, info["task_id"]
+    wrapped.close()
+    # With a step of history kept, a command that did nothing is named (one the room lacks).
+    env, _ = _choice_env()
+    parser = ParseAction(env, format="plain", match="number", choices=kind_choices)
+    wrapped = ChatPrompt(parser, history_length=1, templates=KIND_CHOICE_PROMPTS)
+    obs, info = wrapped.reset(seed=3)
+    assert "fridge" not in " ".join(info["places"])
+    obs, *_ = wrapped.step(str(KINDS.index("fridge") + 1))
+    assert "Your last command (go to fridge) did nothing.\n" in obs[1]["content"]
     wrapped.close()

@@ -207,6 +207,11 @@ def focused_choices(info: dict[str, Any]) -> list[str]:
     return places + [a for a in admissible_actions(info) if offered(a)]
 
 
+def place_kind(place: str) -> str:
+    """A place's kind: its name without the number (``"cabinet 3"``: ``cabinet``)."""
+    return place.rsplit(" ", 1)[0]
+
+
 def type_rounds(places: list[str]) -> list[str]:
     """``places`` in rounds by type: the first place of each type, then the second, and so on.
 
@@ -221,7 +226,7 @@ def type_rounds(places: list[str]) -> list[str]:
     seen: dict[str, int] = {}
     rank = []
     for p in places:
-        kind = p.rsplit(" ", 1)[0]
+        kind = place_kind(p)
         rank.append(seen.get(kind, 0))
         seen[kind] = rank[-1] + 1
     return [p for _, _, p in sorted(zip(rank, range(len(places)), places))]
@@ -325,14 +330,13 @@ def kind_choices(info: dict[str, Any]) -> list[str]:
     here, searched = info.get("location", ""), set(info.get("searched", []))
     by_kind: dict[str, list[str]] = {}
     for p in places:
-        by_kind.setdefault(p.rsplit(" ", 1)[0], []).append(p)
-    kinds = [*KINDS, *sorted(set(by_kind) - set(KINDS))]
+        by_kind.setdefault(place_kind(p), []).append(p)
+    carrying = bool(info.get("carrying"))
     goes = []
-    for kind in kinds:
+    for kind in [*KINDS, *sorted(set(by_kind) - set(KINDS))]:
         away = [p for p in by_kind.get(kind, []) if p != here]
-        fresh = [p for p in away if p not in searched and not info.get("carrying")]
-        target = (fresh or away or [kind])[0]
-        goes.append(f"go to {target}")
+        fresh = [] if carrying else [p for p in away if p not in searched]
+        goes.append(f"go to {(fresh or away or [kind])[0]}")
     return goes + focused_choices(info)[len(places) :]
 
 

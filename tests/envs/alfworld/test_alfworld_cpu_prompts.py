@@ -254,7 +254,7 @@ def test_kind_prompt_gives_each_kind_of_place_one_number_in_every_room():
         assert won, info["task_id"]
     wrapped.close()
     # With a step of history kept, a command that did nothing is named (one the room lacks).
-    env, _ = _choice_env()
+    env = gym.make("AgentR1/ALFWorld-v0", task_types=["pick_and_place_simple"])
     parser = ParseAction(env, format="plain", match="number", choices=kind_choices)
     wrapped = ChatPrompt(parser, history_length=1, templates=KIND_CHOICE_PROMPTS)
     obs, info = wrapped.reset(seed=3)

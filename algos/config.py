@@ -365,7 +365,7 @@ def check_config(cfg: Config) -> None:
     from algos.algorithms import resolve_loss
 
     m = cfg.model
-    if m.compute_dtype and m.dtype != "float32":
+    if m.compute_dtype == "bfloat16" and m.dtype != "float32":
         raise ValueError(
             f"model.compute_dtype = {m.compute_dtype!r} runs a float32 model's layers in "
             f"{m.compute_dtype}; model.dtype = {m.dtype!r} already computes in it"

@@ -40,6 +40,38 @@ def resolve_device(name: str) -> str:
     return name
 
 
+def native_bfloat16(device: str) -> bool:
+    """Whether ``device`` multiplies bfloat16 matrices in hardware (AVX512-BF16 or AMX on a CPU).
+
+    Without it, torch emulates bfloat16 on a CPU, and the main job's layers ran ~6x slower
+    in bfloat16 than in float32 on an AVX2-only AMD EPYC (docs/benchmarks.md).
+    """
+    if device.startswith("cuda"):
+        return torch.cuda.is_bf16_supported()
+    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+
+
+def resolve_compute_dtype(compute_dtype: str, dtype: str, device: str) -> str:
+    """``model.compute_dtype`` as this machine runs it ("" or ``bfloat16``).
+
+    ``auto`` becomes ``bfloat16`` on a float32 model where ``device`` computes bfloat16
+    natively, else "" (the model's own dtype); the other settings are kept as written.
+    """
+    if compute_dtype != "auto":
+        return compute_dtype
+    return "bfloat16" if dtype == "float32" and native_bfloat16(device) else ""
+
+
+def compute_dtype_line(cfg: Config, models: Models) -> str | None:
+    """The line a run prints about ``model.compute_dtype = "auto"`` (None when not auto)."""
+    if cfg.model.compute_dtype != "auto":
+        return None
+    if models.compute_dtype:
+        return "model: decoder layers compute in bfloat16 (compute_dtype auto: native here)"
+    return (f"model: decoder layers compute in {cfg.model.dtype} (compute_dtype auto: this "
+            "device has no native bfloat16 matrix units)")  # fmt: skip
+
+
 def decoder_layers(model: Any) -> list[Any]:
     """The decoder layers of a Hugging Face causal LM (``model.model.layers``)."""
     from algos.critic import backbone_of
@@ -83,6 +115,8 @@ class Models:
     tokenizer: Any
     critic: Any = None
     ref: Any = None
+    compute_dtype: str = ""
+    """``model.compute_dtype`` as resolved on this machine ("" or ``bfloat16``)."""
 
 
 def build_models(cfg: Config) -> Models:
@@ -98,10 +132,12 @@ def build_models(cfg: Config) -> Models:
 
     m = cfg.model
     lora = {"r": m.lora_rank, "lora_alpha": m.lora_alpha, "target_modules": "all-linear"}
+    device = resolve_device(m.device)
+    compute_dtype = resolve_compute_dtype(m.compute_dtype, m.dtype, device)
     model, tok = load_model(
         m.name,
         dtype=m.dtype,
-        device=resolve_device(m.device),
+        device=device,
         seed=cfg.run.seed,
         gradient_checkpointing=m.gradient_checkpointing,
     )
@@ -113,14 +149,14 @@ def build_models(cfg: Config) -> Models:
         model = add_lora(model, lora)
     if m.trainable_layers:
         freeze_lower_layers(model, m.trainable_layers)
-    if m.compute_dtype:
+    if compute_dtype:
         from algos.trunk import autocast_layers
 
-        autocast_layers(model, getattr(torch, m.compute_dtype))
+        autocast_layers(model, getattr(torch, compute_dtype))
     critic = None
     if get_algorithm(cfg.algo.name).critic:
         with torch.random.fork_rng(devices=[]):
             torch.manual_seed(cfg.run.seed)
             critic = ValueModel(model)
     ref = copy.deepcopy(model).eval().requires_grad_(False) if cfg.algo.kl_coef else None
-    return Models(model, tok, critic, ref)
+    return Models(model, tok, critic, ref, compute_dtype)

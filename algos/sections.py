@@ -75,8 +75,10 @@ class ModelConfig:
     """Recompute activations in the backward pass (saves memory on large models)."""
     trainable_layers: int = 0
     """Train only the last N transformer layers (+ final norm); 0 trains every layer."""
-    compute_dtype: Literal["", "bfloat16"] = ""
-    """Decoder layers' matmul dtype on a float32 model: "" (``dtype``) or ``bfloat16`` (autocast)."""
+    compute_dtype: Literal["", "bfloat16", "auto"] = ""
+    """Decoder layers' matmul dtype on a float32 model: "" (``dtype``), ``bfloat16`` (autocast),
+    or ``auto``: bfloat16 where the device computes it natively (a CPU with AVX512-BF16 or AMX,
+    a GPU with bfloat16), else ``dtype`` (emulated bfloat16 is several times slower)."""
     lora_rank: int = 0
     """LoRA rank; 0 trains all weights."""
     lora_alpha: int = 32

@@ -164,13 +164,15 @@ def finished(run_dir: Path) -> bool:
 def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
     from algos.checkpoint import restore_latest, save_checkpoint
     from algos.metrics import MetricsLogger
-    from algos.policy import build_models
+    from algos.policy import build_models, compute_dtype_line
     from algos.runs import seed_everything
 
     s = cfg.sft
     build_cfg = copy.deepcopy(cfg)
     build_cfg.algo.kl_coef, build_cfg.algo.name = 0.0, "grpo"  # no reference, no critic
     models = build_models(build_cfg)
+    if line := compute_dtype_line(cfg, models):
+        log(line)
     model, tok = models.model, models.tokenizer
     pad = tok.pad_token_id
     device = next(model.parameters()).device

@@ -73,7 +73,7 @@ def build_session(
     import copy
 
     from algos.backends import make_backend
-    from algos.policy import build_models
+    from algos.policy import build_models, compute_dtype_line
 
     world = init_world(cfg)
     if not world.is_main:
@@ -84,6 +84,8 @@ def build_session(
         build_cfg = copy.deepcopy(cfg)
         build_cfg.model.init = str(Path(run_dir) / "sft")
     models = build_models(build_cfg)
+    if line := compute_dtype_line(cfg, models):
+        log(line)
     backend = make_backend(
         cfg.rollout.backend,
         world.rollout_copy(models.model, cfg.rollout.backend),

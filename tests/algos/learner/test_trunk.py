@@ -192,3 +192,28 @@ def test_the_cache_keyword_is_read_through_a_wrapper(tmp_path):
         assert cache_keyword(DDP(model)) == cache_keyword(model)
     finally:
         dist.destroy_process_group()
+
+
+def test_compute_dtype_auto_uses_bfloat16_only_where_the_device_has_it(monkeypatch):
+    """model.compute_dtype = "auto": bfloat16 layers where the CPU multiplies bfloat16 in
+    hardware, the model's own dtype elsewhere (emulated bfloat16 ran ~6x slower); the run says
+    which. Both machines are simulated by patching the capability check."""
+    import algos.policy as policy
+    from algos.config import load_config
+
+    cfg = load_config(None, ["model=tiny-random", "model.trainable_layers=1",
+                             "model.compute_dtype=auto", "algo=grpo"])  # fmt: skip
+    for native, expect in ((True, "bfloat16"), (False, "")):
+        monkeypatch.setattr(policy, "native_bfloat16", lambda device, n=native: n)
+        models = policy.build_models(cfg)
+        assert models.compute_dtype == expect
+        stored = {p.dtype for p in models.model.model.layers[0].parameters()}
+        assert stored == {torch.bfloat16 if native else torch.float32}
+        assert ("bfloat16" if native else "float32") in policy.compute_dtype_line(cfg, models)
+    # Explicit settings are kept as written; "auto" on a model that is not float32 is a no-op.
+    assert policy.resolve_compute_dtype("bfloat16", "float32", "cpu") == "bfloat16"
+    assert policy.resolve_compute_dtype("", "float32", "cpu") == ""
+    assert policy.resolve_compute_dtype("auto", "bfloat16", "cpu") == ""
+    load_config(None, ["model.dtype=bfloat16", "model.compute_dtype=auto"])  # not refused
+    with pytest.raises(ValueError, match="compute_dtype"):
+        load_config(None, ["model.dtype=bfloat16", "model.compute_dtype=bfloat16"])

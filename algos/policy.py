@@ -48,7 +48,8 @@ def native_bfloat16(device: str) -> bool:
     """
     if device.startswith("cuda"):
         return torch.cuda.is_bf16_supported()
-    return torch.cpu._is_avx512_bf16_supported() or torch.cpu._is_amx_tile_supported()
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch >= 2.1, private
+    return any(getattr(torch.cpu, name, lambda: False)() for name in checks)
 
 
 def resolve_compute_dtype(compute_dtype: str, dtype: str, device: str) -> str:
@@ -64,12 +65,16 @@ def resolve_compute_dtype(compute_dtype: str, dtype: str, device: str) -> str:
 
 def compute_dtype_line(cfg: Config, models: Models) -> str | None:
     """The line a run prints about ``model.compute_dtype = "auto"`` (None when not auto)."""
-    if cfg.model.compute_dtype != "auto":
+    m = cfg.model
+    if m.compute_dtype != "auto":
         return None
     if models.compute_dtype:
-        return "model: decoder layers compute in bfloat16 (compute_dtype auto: native here)"
-    return (f"model: decoder layers compute in {cfg.model.dtype} (compute_dtype auto: this "
-            "device has no native bfloat16 matrix units)")  # fmt: skip
+        why = "this device computes bfloat16 natively"
+    elif m.dtype != "float32":
+        why = f"the model itself is {m.dtype}"
+    else:
+        why = "this device has no native bfloat16 matrix units"
+    return f"model: decoder layers compute in {models.compute_dtype or m.dtype} (auto: {why})"
 
 
 def decoder_layers(model: Any) -> list[Any]:

@@ -214,6 +214,7 @@ def test_compute_dtype_auto_uses_bfloat16_only_where_the_device_has_it(monkeypat
     assert policy.resolve_compute_dtype("bfloat16", "float32", "cpu") == "bfloat16"
     assert policy.resolve_compute_dtype("", "float32", "cpu") == ""
     assert policy.resolve_compute_dtype("auto", "bfloat16", "cpu") == ""
+    assert isinstance(policy.native_bfloat16("cpu"), bool)  # the real check runs here
     load_config(None, ["model.dtype=bfloat16", "model.compute_dtype=auto"])  # not refused
     with pytest.raises(ValueError, match="compute_dtype"):
         load_config(None, ["model.dtype=bfloat16", "model.compute_dtype=bfloat16"])

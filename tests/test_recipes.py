@@ -7,6 +7,7 @@ recipes' CPU profiles with the real ``smollm2-135m`` for one iteration.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -70,6 +71,32 @@ def test_recipe_names_its_source_and_has_both_profiles(path):
     assert cpu.algo.name == gpu.algo.name == path.stem
     assert cpu.model.name == "smollm2-135m"
     assert gpu.model.name == "Qwen/Qwen2.5-1.5B-Instruct" and gpu.model.dtype == "bfloat16"
+
+
+def test_the_longer_alfworld_run_is_the_main_job_with_its_four_changes():
+    """recipes/alfworld/long/gigpo.toml is the run of docs/results.md ("a longer RL stage"):
+    the main job's CPU profile with the kind-numbered interface, 16 iterations of 8 x 8
+    episodes and lr 1e-5, and nothing else; its GPU profile is the main recipe's."""
+    main, long = ROOT / "recipes/alfworld/gigpo.toml", ROOT / "recipes/alfworld/long/gigpo.toml"
+    changes = {
+        ("env", "num_tasks"): 8,
+        ("env", "prompt"): "agent_gym.envs.alfworld.prompts:KIND_CHOICE_PROMPTS",
+        ("env", "choices"): "agent_gym.envs.alfworld.prompts:kind_choices",
+        ("sft", "expert"): "typed_search_expert_action",
+        ("optim", "lr"): 1e-5,
+        ("run", "iterations"): 16,
+        ("run", "save_every"): 4,  # checkpoints only
+    }
+    a, b = dataclasses.asdict(load_config(main)), dataclasses.asdict(load_config(long))
+    differ = {
+        (section, key): b[section][key]
+        for section in a
+        if isinstance(a[section], dict)
+        for key in a[section]
+        if a[section][key] != b[section][key]
+    }
+    assert differ == changes
+    assert load_config(main, ["profile=gpu"]) == load_config(long, ["profile=gpu"])
 
 
 @pytest.mark.parametrize(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -59,14 +60,27 @@ def test_tensorboard_logs_finite_scalars_config_and_tables(tmp_path: Path) -> No
     assert '"name": "grpo"' in config
 
 
-def wandb_records(run_dir: Path) -> list:
-    """The records of the offline run's ``.wandb`` file.
+def wandb_records(run_dir: Path, timeout_s: float = 60.0) -> list:
+    """The records of the offline run's ``.wandb`` file, once its ``exit`` record is there.
 
     The file is ``:W&B`` plus a 3-byte magic/version header, then LevelDB's log format
     (32 KiB blocks; each chunk: crc32, length, type FULL/FIRST/MIDDLE/LAST) holding one
     serialised ``wandb_internal_pb2.Record`` per entry. wandb 0.31 has no Python reader of
-    its own (wandb-core reads it), so these lines read it.
+    its own (wandb-core reads it), so these lines read it. wandb-core, a separate process,
+    may still be writing the file when ``finish()`` returns (once, in a CI run on a loaded
+    machine, it held no ``run`` record yet), so this waits for the last record, ``exit``.
     """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        records = _read_wandb_file(run_dir)
+        if any(r.WhichOneof("record_type") == "exit" for r in records):
+            return records
+        if time.monotonic() > deadline:
+            return records  # the assertions that follow say what is missing
+        time.sleep(0.2)
+
+
+def _read_wandb_file(run_dir: Path) -> list:
     from wandb.proto import wandb_internal_pb2 as pb
 
     (path,) = run_dir.glob("wandb/offline-run-*/run-*.wandb")
@@ -78,6 +92,8 @@ def wandb_records(run_dir: Path) -> list:
             pos += block - pos % block
             continue
         length, kind = int.from_bytes(data[pos + 4 : pos + 6], "little"), data[pos + 6]
+        if pos + 7 + length > len(data):  # a chunk still being written
+            break
         chunk = data[pos + 7 : pos + 7 + length]
         pos += 7 + length
         if kind == 1:

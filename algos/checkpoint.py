@@ -304,18 +304,40 @@ def restore_latest(
     raise FileNotFoundError(f"{run_dir}: no complete checkpoint to resume from ({detail})")
 
 
-def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: int = 0) -> int:
-    """Start ``model`` from the final weights of another run (``model.init``); return its iteration.
+def split_checkpoint_path(path: Path) -> tuple[Path, Path | None]:
+    """``RUN_DIR`` -> ``(RUN_DIR, None)``; ``RUN_DIR/checkpoints/iter_N`` -> ``(RUN_DIR, that)``.
 
-    A checkpoint holds only what that run trained, so the other run's own starting point (its
-    ``model.init``, recursively) is applied first; its ``model.name`` must be this run's.
+    >>> split_checkpoint_path(Path("runs/a/checkpoints/iter_000012"))
+    (PosixPath('runs/a'), PosixPath('runs/a/checkpoints/iter_000012'))
+    >>> split_checkpoint_path(Path("runs/a"))
+    (PosixPath('runs/a'), None)
+    """
+    path = Path(path)
+    if path.parent.name == "checkpoints" and path.name.startswith(_PREFIX):
+        return path.parent.parent, path
+    return path, None
+
+
+def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: int = 0) -> int:
+    """Start ``model`` from another run's weights (``model.init``); return their iteration.
+
+    ``run_dir`` is a run directory (its newest complete checkpoint) or one of its checkpoints,
+    ``RUN_DIR/checkpoints/iter_N``. A checkpoint holds only what that run trained, so the
+    other run's own starting point (its ``model.init``, recursively) is applied first; its
+    ``model.name`` must be this run's.
 
     Raises:
-        FileNotFoundError: ``run_dir`` has no complete checkpoint.
+        FileNotFoundError: ``run_dir`` has no complete checkpoint, or the named one is not
+            complete.
         ValueError: The other run trained another base model, or the inits loop.
         CheckpointError: Its weights do not fit ``model`` (another architecture).
     """
-    run_dir = Path(run_dir)
+    run_dir, chosen = split_checkpoint_path(Path(run_dir))
+    if chosen is not None and _meta(chosen) is None:
+        raise FileNotFoundError(
+            f"model.init={str(chosen)!r}: not a complete checkpoint (no such folder, or its "
+            "state.json or a file it lists is missing)"
+        )
     if _depth > 16:
         raise ValueError(f"model.init={str(run_dir)!r}: runs start from each other in a loop")
     config = run_dir / "config.json"
@@ -330,7 +352,7 @@ def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: 
             # "sft": that run cloned the expert first, into its own sft/ stage directory
             start = run_dir / "sft" if other["init"] == "sft" else Path(other["init"])
             load_init(model, start, model_name, _depth + 1)
-    path = latest_checkpoint(run_dir)
+    path = chosen or latest_checkpoint(run_dir)
     if path is None:
         raise FileNotFoundError(
             f"model.init={str(run_dir)!r}: no complete checkpoint there (a run directory of "

@@ -198,8 +198,8 @@ def build_parser() -> argparse.ArgumentParser:
         "--policy",
         action="append",
         required=True,
-        help="random, expert, expert:METHOD, hf:MODEL, run:RUN_DIR, vllm:MODEL or openai:URL; "
-        "repeat (or comma-separate) for a table",
+        help="random, expert, expert:METHOD, hf:MODEL, run:RUN_DIR[/checkpoints/iter_N], "
+        "vllm:MODEL or openai:URL; repeat (or comma-separate) for a table",
     )
     e.add_argument("--model", help="served model name for openai:URL (default: model.name)")
     e.add_argument("--episodes", type=int, default=20, help="held-out tasks to play")

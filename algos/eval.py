@@ -9,7 +9,7 @@ table is one policy on exactly those tasks:
   another scripted demonstrator of the env (ALFWorld's ``expert:search_expert_action``);
 * a model: ``hf:MODEL`` (transformers), ``vllm:MODEL``, ``openai:URL`` (``--model`` names the
   served model), or ``run:RUN_DIR`` / a run directory (the run's model with its latest
-  checkpoint), stepped in batches through the same wrappers, prompts and context rule as the
+  checkpoint; ``run:RUN_DIR/checkpoints/iter_N`` with that one), stepped in batches through the same wrappers, prompts and context rule as the
   training rollout.
 
 Every row reports success with its 95% Wilson interval, mean score, valid-action ratio, mean
@@ -135,9 +135,11 @@ def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> A
     if not sep and Path(spec).is_dir():
         kind, target = "run", spec
     if kind in ("hf", "run"):
+        from algos.checkpoint import split_checkpoint_path
         from algos.policy import build_models
 
-        cfg = copy.deepcopy(cfg) if kind == "hf" else run_config(Path(target))
+        run_dir = split_checkpoint_path(Path(target))[0]
+        cfg = copy.deepcopy(cfg) if kind == "hf" else run_config(run_dir)
         if kind == "hf":
             cfg.model.name = target or cfg.model.name
             cfg.model.init = ""

@@ -66,7 +66,8 @@ class ModelConfig:
     name: str = "smollm2-135m"
     """``smollm2-135m``, ``tiny-random``, a local Hugging Face folder or a cached Hub id."""
     init: str = ""
-    """Starting weights: a run directory, ``sft`` (clone the expert first, into RUN_DIR/sft) or ""."""
+    """Starting weights: a run directory (its latest checkpoint), one of its checkpoints
+    (``RUN_DIR/checkpoints/iter_N``), ``sft`` (clone the expert first, into RUN_DIR/sft) or ""."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """``float32`` (CPU), ``bfloat16`` (GPU) or ``float16``."""
     device: str = "auto"

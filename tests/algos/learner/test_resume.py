@@ -145,3 +145,23 @@ def test_a_killed_checkpoint_write_keeps_the_previous_one(keypad_overrides, tmp_
     resume(run, iterations=2, **QUIET)  # loads iteration 1 and trains iteration 2
     assert [r["iteration"] for r in read_metrics(run)] == [1, 2]
     assert not list(root.glob(".iter_*.tmp"))
+
+
+def test_an_earlier_checkpoint_can_start_a_run_or_be_evaluated(keypad_overrides):
+    from algos.checkpoint import load_init
+    from algos.eval import evaluate, open_policy
+    from algos.policy import build_models
+
+    run = train(_cfg(keypad_overrides, "earlier", 2, "run.save_every=1"), **QUIET)
+    first = run / "checkpoints" / "iter_000001"
+    cfg = _cfg(keypad_overrides, "from-first", 1)
+    model = build_models(cfg).model
+    assert load_init(model, first, cfg.model.name) == 1
+    state = model.state_dict()
+    for key, saved in load_file(str(first / "model.safetensors")).items():
+        assert torch.equal(state[key], saved), key  # iteration 1's weights, not the latest (2)
+    assert not torch.equal(state[key], _weights(run)[key])
+    # `algos eval --policy run:RUN_DIR/checkpoints/iter_N` reads the run's config, that checkpoint
+    evaluate(cfg, open_policy(f"run:{first}", cfg), 1)
+    with pytest.raises(FileNotFoundError, match="iter_000007.*not a complete checkpoint"):
+        load_init(model, run / "checkpoints" / "iter_000007", cfg.model.name)

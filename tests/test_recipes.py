@@ -75,7 +75,7 @@ def test_recipe_names_its_source_and_has_both_profiles(path):
 
 def test_the_longer_alfworld_run_is_the_main_job_with_its_four_changes():
     """recipes/alfworld/long/gigpo.toml is the run of docs/results.md ("a longer RL stage"):
-    the main job's CPU profile with the kind-numbered interface, 16 iterations of 8 x 8
+    the main job's CPU profile with the kind-numbered interface, 12 iterations of 8 x 8
     episodes and lr 1e-5, and nothing else; its GPU profile is the main recipe's."""
     main, long = ROOT / "recipes/alfworld/gigpo.toml", ROOT / "recipes/alfworld/long/gigpo.toml"
     changes = {
@@ -84,7 +84,7 @@ def test_the_longer_alfworld_run_is_the_main_job_with_its_four_changes():
         ("env", "choices"): "agent_gym.envs.alfworld.prompts:kind_choices",
         ("sft", "expert"): "typed_search_expert_action",
         ("optim", "lr"): 1e-5,
-        ("run", "iterations"): 16,
+        ("run", "iterations"): 12,
         ("run", "save_every"): 4,  # checkpoints only
     }
     a, b = dataclasses.asdict(load_config(main)), dataclasses.asdict(load_config(long))

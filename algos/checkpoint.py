@@ -332,7 +332,7 @@ def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: 
         ValueError: The other run trained another base model, or the inits loop.
         CheckpointError: Its weights do not fit ``model`` (another architecture).
     """
-    run_dir, chosen = split_checkpoint_path(Path(run_dir))
+    run_dir, chosen = split_checkpoint_path(run_dir)
     if chosen is not None and _meta(chosen) is None:
         raise FileNotFoundError(
             f"model.init={str(chosen)!r}: not a complete checkpoint (no such folder, or its "

@@ -9,8 +9,8 @@ table is one policy on exactly those tasks:
   another scripted demonstrator of the env (ALFWorld's ``expert:search_expert_action``);
 * a model: ``hf:MODEL`` (transformers), ``vllm:MODEL``, ``openai:URL`` (``--model`` names the
   served model), or ``run:RUN_DIR`` / a run directory (the run's model with its latest
-  checkpoint; ``run:RUN_DIR/checkpoints/iter_N`` with that one), stepped in batches through the same wrappers, prompts and context rule as the
-  training rollout.
+  checkpoint; ``run:RUN_DIR/checkpoints/iter_N`` with that one), stepped in batches through
+  the same wrappers, prompts and context rule as the training rollout.
 
 Every row reports success with its 95% Wilson interval, mean score, valid-action ratio, mean
 length and n (:func:`agent_gym.episode.summarize`).

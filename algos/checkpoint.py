@@ -141,7 +141,7 @@ def save_checkpoint(
     keep: int = 2,
     extra_rng: dict[str, torch.Tensor] | None = None,
 ) -> Path:
-    """Write checkpoint ``iteration`` and point ``latest`` at it; keep the newest ``keep``.
+    """Write checkpoint ``iteration`` and point ``latest`` at it; keep the newest ``keep`` (0: all).
 
     Every rank of a data-parallel run calls this; rank 0 writes (module docstring).
     """
@@ -179,7 +179,7 @@ def save_checkpoint(
         shutil.rmtree(final)
     os.replace(tmp, final)
     atomic_write_text(root / "latest", final.name + "\n")
-    for old in complete_checkpoints(run_dir)[keep:]:
+    for old in complete_checkpoints(run_dir)[keep:] if keep else []:
         shutil.rmtree(old, ignore_errors=True)
     world.barrier()
     return final
@@ -318,6 +318,24 @@ def split_checkpoint_path(path: Path) -> tuple[Path, Path | None]:
     return path, None
 
 
+def pin_init(init: str) -> str:
+    """``model.init`` as a run records it: a run directory becomes its newest complete checkpoint.
+
+    A run that starts from ``RUN_DIR`` must resume from the same weights even if ``RUN_DIR``
+    trains on meanwhile, so the run's ``config.json`` names the checkpoint it started from.
+    ``""``, ``"sft"``, one checkpoint, and a folder without checkpoints (``load_init`` then
+    says what is wrong) come back as they are.
+
+    >>> pin_init("")
+    ''
+    """
+    if init in ("", "sft"):
+        return init
+    run_dir, chosen = split_checkpoint_path(Path(init))
+    newest = None if chosen is not None else latest_checkpoint(run_dir)
+    return init if newest is None else str(newest)
+
+
 def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: int = 0) -> int:
     """Start ``model`` from another run's weights (``model.init``); return their iteration.
 
@@ -336,7 +354,8 @@ def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: 
     if chosen is not None and _meta(chosen) is None:
         raise FileNotFoundError(
             f"model.init={str(chosen)!r}: not a complete checkpoint (no such folder, or its "
-            "state.json or a file it lists is missing)"
+            "state.json or a file it lists is missing; a run keeps only its last "
+            "run.keep_checkpoints checkpoints)"
         )
     if _depth > 16:
         raise ValueError(f"model.init={str(run_dir)!r}: runs start from each other in a loop")

@@ -115,6 +115,7 @@ BOUNDS: dict[str, tuple[Any, Any]] = {
     "optim.critic_warmup": (0, None),
     "run.iterations": (0, None),
     "run.save_every": (0, None),
+    "run.keep_checkpoints": (0, None),
     "run.eval_episodes": (0, None),
     "run.eval_every": (0, None),
     "run.threads": (0, None),

@@ -67,7 +67,9 @@ class ModelConfig:
     """``smollm2-135m``, ``tiny-random``, a local Hugging Face folder or a cached Hub id."""
     init: str = ""
     """Starting weights: a run directory (its latest checkpoint), one of its checkpoints
-    (``RUN_DIR/checkpoints/iter_N``), ``sft`` (clone the expert first, into RUN_DIR/sft) or ""."""
+    (``RUN_DIR/checkpoints/iter_N``), ``sft`` (clone the expert first, into RUN_DIR/sft) or "".
+    A run records a run directory as the checkpoint it started from, so it resumes from those
+    weights even if that run trains on."""
     dtype: Literal["float32", "bfloat16", "float16"] = "float32"
     """``float32`` (CPU), ``bfloat16`` (GPU) or ``float16``."""
     device: str = "auto"
@@ -186,6 +188,8 @@ class RunConfig:
     """Run directory name (default: <env>-<algo>-<time>)."""
     save_every: int = 1
     """Write a checkpoint every N iterations (0 = only the final one)."""
+    keep_checkpoints: int = 2
+    """Checkpoints kept: the newest N (0 = every one written); older ones are deleted."""
     eval_episodes: int = 0
     """Distinct held-out tasks played before and after training, each once (0 = none)."""
     threads: int = 0

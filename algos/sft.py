@@ -132,12 +132,14 @@ def mean_nll(model: Any, demos: list[Demo], pad_id: int, device: Any, micro: int
 
 def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
     """Clone the expert per ``cfg`` into a new run directory (or ``run_dir``); return it."""
+    from algos.checkpoint import pin_init
     from algos.envs import check_envs
     from algos.runs import new_run_dir
 
     cfg = copy.deepcopy(cfg)
     if cfg.model.init == "sft":  # the pipeline's RL config: this stage starts from the model
         cfg.model.init = ""
+    cfg.model.init = pin_init(cfg.model.init)
     check_split(cfg)
     check_envs(cfg)
     if run_dir is None:

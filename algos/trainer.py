@@ -17,6 +17,7 @@ Under ``torchrun`` every rank runs this same loop on its share of the task group
 from __future__ import annotations
 
 import contextlib
+import copy
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -28,7 +29,7 @@ import torch
 from algos.algorithms import advantages, get_algorithm
 from algos.backends.base import SamplingParams
 from algos.batch import StepBatch
-from algos.checkpoint import restore_latest, save_checkpoint
+from algos.checkpoint import pin_init, restore_latest, save_checkpoint
 from algos.config import Config, dumps
 from algos.distributed import World, check_world, init_world, launcher_world_size
 from algos.envs import check_envs, iteration_seeds, make_envs
@@ -70,8 +71,6 @@ def build_session(
     ``resume`` the run in ``run_dir`` continues from its newest loadable checkpoint.
     ``model.init = "sft"`` starts from ``run_dir/sft`` (see :func:`train`).
     """
-    import copy
-
     from algos.backends import make_backend
     from algos.policy import build_models, compute_dtype_line
 
@@ -263,6 +262,9 @@ def train(cfg: Config, *, log: Any = print) -> Path:
     """
     run_dir = None
     check_world(cfg, launcher_world_size())
+    if (pinned := pin_init(cfg.model.init)) != cfg.model.init:
+        cfg = copy.deepcopy(cfg)  # the caller's config stays as it was
+        cfg.model.init = pinned
     if cfg.model.init == "sft":
         from algos.demos import check_split
 
@@ -364,7 +366,13 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
                     f"{_end_reasons(episodes)}); check rollout.max_prompt_tokens")  # fmt: skip
             last = it == cfg.run.iterations
             if last or (cfg.run.save_every and it % cfg.run.save_every == 0):
-                save_checkpoint(s.run_dir, it, s.learner, extra_rng=_backend_rng(s.backend))
+                save_checkpoint(
+                    s.run_dir,
+                    it,
+                    s.learner,
+                    keep=cfg.run.keep_checkpoints,
+                    extra_rng=_backend_rng(s.backend),
+                )
         if cfg.run.eval_episodes and main:
             summary["after"] = evaluate(
                 cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress

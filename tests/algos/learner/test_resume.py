@@ -165,3 +165,20 @@ def test_an_earlier_checkpoint_can_start_a_run_or_be_evaluated(keypad_overrides)
     evaluate(cfg, open_policy(f"run:{first}", cfg), 1)
     with pytest.raises(FileNotFoundError, match="iter_000007.*not a complete checkpoint"):
         load_init(model, run / "checkpoints" / "iter_000007", cfg.model.name)
+
+
+def test_every_checkpoint_can_be_kept_and_a_run_records_the_one_it_started_from(keypad_overrides):
+    from algos.runs import run_config
+
+    source = train(_cfg(keypad_overrides, "source", 3, "run.keep_checkpoints=0"), **QUIET)
+    assert [p.name for p in complete_checkpoints(source)] == [
+        "iter_000003",
+        "iter_000002",
+        "iter_000001",
+    ]
+    started = train(_cfg(keypad_overrides, "started", 1, f"model.init='{source}'"), **QUIET)
+    # The source training on must not change what `started` resumes from: it names iteration 3.
+    assert run_config(started).model.init == str(source / "checkpoints" / "iter_000003")
+    resume(source, iterations=4, **QUIET)
+    resume(started, iterations=2, **QUIET)
+    assert run_config(started).model.init == str(source / "checkpoints" / "iter_000003")

@@ -7,6 +7,7 @@ import pickle
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 import torch
@@ -168,6 +169,8 @@ def test_an_earlier_checkpoint_can_start_a_run_or_be_evaluated(keypad_overrides)
 
 
 def test_every_checkpoint_can_be_kept_and_a_run_records_the_one_it_started_from(keypad_overrides):
+    from algos.checkpoint import load_init
+    from algos.policy import build_models
     from algos.runs import run_config
 
     source = train(_cfg(keypad_overrides, "source", 3, "run.keep_checkpoints=0"), **QUIET)
@@ -181,4 +184,7 @@ def test_every_checkpoint_can_be_kept_and_a_run_records_the_one_it_started_from(
     assert run_config(started).model.init == str(source / "checkpoints" / "iter_000003")
     resume(source, iterations=4, **QUIET)
     resume(started, iterations=2, **QUIET)
-    assert run_config(started).model.init == str(source / "checkpoints" / "iter_000003")
+    cfg = run_config(started)
+    assert cfg.model.init == str(source / "checkpoints" / "iter_000003")
+    # what a resume of `started` rebuilds its model from: iteration 3, not the source's newest (4)
+    assert load_init(build_models(cfg).model, Path(cfg.model.init), cfg.model.name) == 3

@@ -3,7 +3,8 @@
 ``curves.png`` has one panel per group of metrics, each with a y-axis label and a legend
 entry for every line, iterations 1..N on an integer x axis. The success panel shows the
 training rollouts' success with its 95% Wilson interval, and the held-out evaluation before
-(at iteration 0) and after training (at N) with theirs, next to the random agent's.
+(at iteration 0), during (``run.eval_every``) and after training (at N) with theirs, next to
+the random agent's. ``success.png`` is that panel alone, large enough to read at a glance.
 """
 
 from __future__ import annotations
@@ -39,6 +40,29 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
 )  # fmt: skip
 
 
+def held_out_points(rows: list[dict[str, Any]], evals: dict[str, Any], last: int
+                    ) -> list[tuple[int, float, float, float, int]]:  # fmt: skip
+    """``(iteration, success, low, high, n)`` of every held-out evaluation of a run, in order.
+
+    Before training at iteration 0 (``eval.json``'s ``before``), during it from the
+    ``eval/success_rate`` metrics (``run.eval_every``) and after it at ``last``; ``low`` and
+    ``high`` bound the 95% Wilson interval over the ``n`` distinct tasks.
+    """
+    n = (evals.get("before") or evals.get("after") or {}).get("episodes")
+    points = [(0, evals["before"])] if "before" in evals else []
+    if n:
+        points += [(r["iteration"], {"success_rate": r["eval/success_rate"], "episodes": n})
+                   for r in rows if "eval/success_rate" in r]  # fmt: skip
+    if "after" in evals:
+        points.append((last, evals["after"]))
+    out = []
+    for x, s in points:
+        k = int(s["episodes"])
+        lo, hi = wilson_interval(round(s["success_rate"] * k), k)
+        out.append((x, s["success_rate"], lo, hi, k))
+    return out
+
+
 def _success_panel(ax: Any, rows: list[dict[str, Any]], evals: dict[str, Any], last: int) -> None:
     pts = [(r["iteration"], r["rollout/success_rate"], r.get("rollout/episodes")) for r in rows
            if "rollout/success_rate" in r]  # fmt: skip
@@ -48,31 +72,21 @@ def _success_panel(ax: Any, rows: list[dict[str, Any]], evals: dict[str, Any], l
         if all(p[2] for p in pts):
             ci = [wilson_interval(round(p[1] * p[2]), int(p[2])) for p in pts]
             ax.fill_between(xs, [c[0] for c in ci], [c[1] for c in ci], alpha=0.15,
-                            label="95% interval")  # fmt: skip
-    n_eval = (evals.get("before") or evals.get("after") or {}).get("episodes")
-    mid = [(r["iteration"], r["eval/success_rate"]) for r in rows if "eval/success_rate" in r]
-    if mid and n_eval:
-        ci = [wilson_interval(round(y * n_eval), n_eval) for _, y in mid]
-        ax.errorbar([x for x, _ in mid], [y for _, y in mid],
-                    yerr=[[y - c[0] for (_, y), c in zip(mid, ci)],
-                          [c[1] - y for (_, y), c in zip(mid, ci)]],
-                    fmt="^", ms=5, capsize=3, label="held-out: during training")  # fmt: skip
-    marks = (("before", 0, "s", "held-out: before"), ("after", last, "D", "held-out: after"))
-    for key, x, marker, label in marks:
-        if key in evals:
-            s = evals[key]
-            lo, hi = s["success_ci95"]
-            y = s["success_rate"]
-            ax.errorbar([x], [y], yerr=[[y - lo], [hi - y]], fmt=marker, ms=6, capsize=4,
-                        label=f"{label} (n={s['episodes']})")  # fmt: skip
+                            label="training: 95% interval")  # fmt: skip
+    held = held_out_points(rows, evals, last)
+    if held:
+        ax.errorbar([h[0] for h in held], [h[1] for h in held],
+                    yerr=[[h[1] - h[2] for h in held], [h[3] - h[1] for h in held]],
+                    fmt="s-", ms=5, capsize=3, color="C3",
+                    label=f"held-out games (n={held[0][4]}), 95% interval")  # fmt: skip
     if "random" in evals:
         ax.axhline(evals["random"]["success_rate"], ls=":", color="grey",
-                   label="held-out: random agent")  # fmt: skip
+                   label="held-out games: random agent")  # fmt: skip
     ax.set_ylim(-0.03, 1.03)
 
 
 def plot_run(run_dir: str | Path) -> list[Path]:
-    """Write ``RUN_DIR/plots/curves.png`` (the panels that have data); return the paths."""
+    """Write ``RUN_DIR/plots/curves.png`` (the panels that have data) and ``success.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -109,7 +123,20 @@ def plot_run(run_dir: str | Path) -> list[Path]:
         ax.axis("off")
     fig.suptitle(str(Path(run_dir).name))
     fig.tight_layout()
-    path = out_dir / "curves.png"
-    fig.savefig(path, dpi=90)
+    paths = [out_dir / "curves.png"]
+    fig.savefig(paths[0], dpi=90)
     plt.close(fig)
-    return [path]
+    if any("rollout/success_rate" in r for r in rows) or evals:
+        fig, ax = plt.subplots(figsize=(6.4, 4.2))
+        _success_panel(ax, rows, evals, last)
+        ax.set_title(f"{Path(run_dir).name}: success rate")
+        ax.set_xlabel("iteration")
+        ax.set_ylabel("share of episodes won")
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        ax.legend(fontsize=8)
+        ax.grid(alpha=0.3)
+        fig.tight_layout()
+        paths.append(out_dir / "success.png")
+        fig.savefig(paths[-1], dpi=100)
+        plt.close(fig)
+    return paths

@@ -63,6 +63,7 @@ def test_train_plot_and_list(tmp_path):
         "metrics.jsonl",
         "episodes.jsonl",
         "plots/curves.png",
+        "plots/success.png",
         "checkpoints/latest",
     ):
         assert (run / name).exists(), name

@@ -1,0 +1,40 @@
+"""``algos plot``: the held-out curve of a run, before, during and after training."""
+
+import json
+
+import pytest
+
+from agent_gym.episode import wilson_interval
+from algos.plot import held_out_points, plot_run
+
+pytest.importorskip("matplotlib")
+
+
+def _summary(won: int, n: int = 64) -> dict:
+    return {"episodes": n, "success_rate": won / n, "success_ci95": list(wilson_interval(won, n))}
+
+
+def test_the_held_out_curve_joins_before_every_evaluation_during_and_after(tmp_path):
+    rows = [
+        {"iteration": 1, "rollout/success_rate": 0.5, "rollout/episodes": 64},
+        {"iteration": 2, "rollout/success_rate": 0.75, "rollout/episodes": 64,
+         "eval/success_rate": 44 / 64},
+        {"iteration": 3, "rollout/success_rate": 0.875, "rollout/episodes": 64},
+    ]  # fmt: skip
+    evals = {"random": _summary(0), "before": _summary(41), "after": _summary(58)}
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "eval.json").write_text(json.dumps(evals))
+
+    points = held_out_points(rows, evals, last=3)
+
+    assert [(x, round(y * 64)) for x, y, *_ in points] == [(0, 41), (2, 44), (3, 58)]
+    assert points[1][2:] == (*wilson_interval(44, 64), 64)
+    assert all(lo < y < hi for _, y, lo, hi, _ in points)
+    written = plot_run(tmp_path)
+    assert [p.name for p in written] == ["curves.png", "success.png"]
+    assert all(p.stat().st_size > 10_000 for p in written)
+
+
+def test_a_run_without_held_out_games_has_no_held_out_curve():
+    rows = [{"iteration": 1, "rollout/success_rate": 0.5, "eval/success_rate": 0.5}]
+    assert held_out_points(rows, {}, last=1) == []

@@ -75,10 +75,12 @@ def _success_panel(ax: Any, rows: list[dict[str, Any]], evals: dict[str, Any], l
                             label="training: 95% interval")  # fmt: skip
     held = held_out_points(rows, evals, last)
     if held:
+        source = (evals.get("before") or evals.get("after") or {}).get("data_sources") or []
+        data = f", {', '.join(source)}" if source else ""  # generated data says so
         ax.errorbar([h[0] for h in held], [h[1] for h in held],
                     yerr=[[h[1] - h[2] for h in held], [h[3] - h[1] for h in held]],
                     fmt="s-", ms=5, capsize=3, color="C3",
-                    label=f"held-out games (n={held[0][4]}), 95% interval")  # fmt: skip
+                    label=f"held-out games (n={held[0][4]}{data}), 95% interval")  # fmt: skip
     if "random" in evals:
         ax.axhline(evals["random"]["success_rate"], ls=":", color="grey",
                    label="held-out games: random agent")  # fmt: skip

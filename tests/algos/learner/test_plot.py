@@ -11,7 +11,13 @@ pytest.importorskip("matplotlib")
 
 
 def _summary(won: int, n: int = 64) -> dict:
-    return {"episodes": n, "success_rate": won / n, "success_ci95": list(wilson_interval(won, n))}
+    ci = list(wilson_interval(won, n))
+    return {
+        "episodes": n,
+        "success_rate": won / n,
+        "success_ci95": ci,
+        "data_sources": ["generated:keypad"],
+    }
 
 
 def test_the_held_out_curve_joins_before_every_evaluation_during_and_after(tmp_path):

@@ -40,6 +40,11 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
 )  # fmt: skip
 
 
+def _held_out(evals: dict[str, Any]) -> dict[str, Any]:
+    """The summary that describes a run's held-out games (``before``, else ``after``)."""
+    return evals.get("before") or evals.get("after") or {}
+
+
 def held_out_points(rows: list[dict[str, Any]], evals: dict[str, Any], last: int
                     ) -> list[tuple[int, float, float, float, int]]:  # fmt: skip
     """``(iteration, success, low, high, n)`` of every held-out evaluation of a run, in order.
@@ -48,7 +53,7 @@ def held_out_points(rows: list[dict[str, Any]], evals: dict[str, Any], last: int
     ``eval/success_rate`` metrics (``run.eval_every``) and after it at ``last``; ``low`` and
     ``high`` bound the 95% Wilson interval over the ``n`` distinct tasks.
     """
-    n = (evals.get("before") or evals.get("after") or {}).get("episodes")
+    n = _held_out(evals).get("episodes")
     points = [(0, evals["before"])] if "before" in evals else []
     if n:
         points += [(r["iteration"], {"success_rate": r["eval/success_rate"], "episodes": n})
@@ -75,7 +80,7 @@ def _success_panel(ax: Any, rows: list[dict[str, Any]], evals: dict[str, Any], l
                             label="training: 95% interval")  # fmt: skip
     held = held_out_points(rows, evals, last)
     if held:
-        source = (evals.get("before") or evals.get("after") or {}).get("data_sources") or []
+        source = _held_out(evals).get("data_sources") or []
         data = f", {', '.join(source)}" if source else ""  # generated data says so
         ax.errorbar([h[0] for h in held], [h[1] for h in held],
                     yerr=[[h[1] - h[2] for h in held], [h[3] - h[1] for h in held]],
@@ -87,13 +92,24 @@ def _success_panel(ax: Any, rows: list[dict[str, Any]], evals: dict[str, Any], l
     ax.set_ylim(-0.03, 1.03)
 
 
+def _dress(ax: Any, title: str, ylabel: str, legend_size: int) -> None:
+    """Title, axis labels, integer iterations, legend and grid of one panel."""
+    from matplotlib.ticker import MaxNLocator
+
+    ax.set_title(title)
+    ax.set_xlabel("iteration")
+    ax.set_ylabel(ylabel)
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.legend(fontsize=legend_size)
+    ax.grid(alpha=0.3)
+
+
 def plot_run(run_dir: str | Path) -> list[Path]:
     """Write ``RUN_DIR/plots/curves.png`` (the panels that have data) and ``success.png``."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    from matplotlib.ticker import MaxNLocator
 
     rows = read_metrics(run_dir)
     evals = read_json(Path(run_dir) / "eval.json")
@@ -115,12 +131,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
             for key, label in lines:
                 pts = [(r["iteration"], r[key]) for r in rows if key in r]
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)
-        ax.set_title(title)
-        ax.set_xlabel("iteration")
-        ax.set_ylabel(ylabel)
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(fontsize=7)
-        ax.grid(alpha=0.3)
+        _dress(ax, title, ylabel, legend_size=7)
     for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(str(Path(run_dir).name))
@@ -131,12 +142,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     if any("rollout/success_rate" in r for r in rows) or evals:
         fig, ax = plt.subplots(figsize=(6.4, 4.2))
         _success_panel(ax, rows, evals, last)
-        ax.set_title(f"{Path(run_dir).name}: success rate")
-        ax.set_xlabel("iteration")
-        ax.set_ylabel("share of episodes won")
-        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
-        ax.legend(fontsize=8)
-        ax.grid(alpha=0.3)
+        _dress(ax, f"{Path(run_dir).name}: success rate", "share of episodes won", legend_size=8)
         fig.tight_layout()
         paths.append(out_dir / "success.png")
         fig.savefig(paths[-1], dpi=100)

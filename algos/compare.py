@@ -122,10 +122,10 @@ def _run_figures(run_dir: Path) -> dict[str, Any]:
     }
 
 
-def _rate_interval(rates: list[float]) -> tuple[float, float, float]:
+def rate_interval(rates: list[float]) -> tuple[float, float, float]:
     """:func:`t_interval` of success rates, clipped to [0, 1] (three seeds give wide intervals).
 
-    >>> _rate_interval([0.0, 1.0, 1.0])[1:]
+    >>> rate_interval([0.0, 1.0, 1.0])[1:]
     (0.0, 1.0)
     """
     mean, lo, hi = t_interval(rates)
@@ -142,10 +142,10 @@ def summarize_runs(runs: dict[str, list[Path]]) -> dict[str, Any]:
         curve = {}
         for i in iters:
             vals = [s["heldout_curve"][i] for s in seeds if i in s["heldout_curve"]]
-            curve[i] = _rate_interval(vals) + (len(vals),)
+            curve[i] = rate_interval(vals) + (len(vals),)
         out[algo] = {
             "seeds": seeds,
-            "final": _rate_interval(finals) if finals else None,
+            "final": rate_interval(finals) if finals else None,
             "curve": curve,
         }
     return out

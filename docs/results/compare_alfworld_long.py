@@ -8,8 +8,8 @@ by hand) and writes ``compare-alfworld-long.png`` beside this file:
 GRPO's runs come from ``algos compare ... --algos grpo --out runs/cmp-long-grpo`` (their
 ``eval.json`` holds the clone, the random agent and the end of each run). GiGPO's are the
 recipe's RL seeds 0-2, whose held-out success after 12 iterations was measured on their
-checkpoints of iteration 12 (``GIGPO_HELD_OUT``, an ``algos eval --json`` file; seeds 1 and 2
-ran 16 iterations, and a run's first 12 iterations do not depend on its length). The training
+checkpoints of iteration 12 (``GIGPO_HELD_OUT``, an ``algos eval --json`` file; the three ran
+16 iterations, and a run's first 12 iterations do not depend on its length). The training
 curves are each run's first 12 iterations of ``metrics.jsonl``.
 """
 

@@ -19,6 +19,7 @@ import json
 from pathlib import Path
 
 from algos.compare import rate_interval, t_interval
+from algos.metrics import read_metrics
 
 ITERATIONS = 12
 SEEDS = (0, 1, 2)
@@ -30,8 +31,7 @@ GIGPO_SPECS = [f"run:{d}/checkpoints/iter_{ITERATIONS:06d}" for d in GIGPO]
 
 def train_curve(run: Path) -> list[float]:
     """Training-rollout success of iterations 1..ITERATIONS."""
-    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
-    curve = [r["rollout/success_rate"] for r in rows if "rollout/success_rate" in r]
+    curve = [r["rollout/success_rate"] for r in read_metrics(run) if "rollout/success_rate" in r]
     if len(curve) < ITERATIONS:
         raise ValueError(f"{run}/metrics.jsonl: {len(curve)} iterations, {ITERATIONS} needed")
     return curve[:ITERATIONS]

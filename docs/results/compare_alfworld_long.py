@@ -7,10 +7,10 @@ by hand) and writes ``compare-alfworld-long.png`` beside this file:
 
 GRPO's runs come from ``algos compare ... --algos grpo --out runs/cmp-long-grpo`` (their
 ``eval.json`` holds the clone, the random agent and the end of each run). GiGPO's are the
-recipe's RL seeds 0-2, whose held-out success after 12 iterations was measured on their
-checkpoints of iteration 12 (``GIGPO_HELD_OUT``, an ``algos eval --json`` file; the three ran
-16 iterations, and a run's first 12 iterations do not depend on its length). The training
-curves are each run's first 12 iterations of ``metrics.jsonl``.
+recipe's RL seeds 0-3: seeds 0-2 ran 16 iterations, and their held-out success after 12 was
+measured on their checkpoints of iteration 12 (``GIGPO_HELD_OUT``, an ``algos eval --json``
+file; a run's first 12 iterations do not depend on its length); seed 3 ran 12 (its
+``eval.json``). The training curves are each run's first 12 iterations of ``metrics.jsonl``.
 """
 
 from __future__ import annotations
@@ -22,11 +22,13 @@ from algos.compare import rate_interval, t_interval
 from algos.metrics import read_metrics
 
 ITERATIONS = 12
-SEEDS = (0, 1, 2)
+SEEDS = (0, 1, 2, 3)
 GRPO = [Path(f"runs/cmp-long-grpo/grpo-seed{s}") for s in SEEDS]
-GIGPO = [Path("runs/long-avx2"), Path("runs/long-avx2-s1"), Path("runs/long-avx2-s2")]
+GIGPO_16 = [Path("runs/long-avx2"), Path("runs/long-avx2-s1"), Path("runs/long-avx2-s2")]
+GIGPO_12 = [Path("runs/long12-avx2-s3")]
+GIGPO = GIGPO_16 + GIGPO_12
 GIGPO_HELD_OUT = Path("runs/cmp-long-gigpo12.json")
-GIGPO_SPECS = [f"run:{d}/checkpoints/iter_{ITERATIONS:06d}" for d in GIGPO]
+GIGPO_SPECS = [f"run:{d}/checkpoints/iter_{ITERATIONS:06d}" for d in GIGPO_16]
 
 
 def train_curve(run: Path) -> list[float]:
@@ -43,7 +45,8 @@ def main() -> None:
     clone, random = start["before"]["success_rate"], start["random"]["success_rate"]
     gigpo_evals = json.loads(GIGPO_HELD_OUT.read_text())
     held = {
-        "gigpo": [gigpo_evals[spec]["success_rate"] for spec in GIGPO_SPECS],
+        "gigpo": [gigpo_evals[spec]["success_rate"] for spec in GIGPO_SPECS]
+        + [json.loads((d / "eval.json").read_text())["after"]["success_rate"] for d in GIGPO_12],
         "grpo": [json.loads((d / "eval.json").read_text())["after"]["success_rate"] for d in GRPO],
     }
     diffs = [a - b for a, b in zip(held["gigpo"], held["grpo"])]

@@ -44,3 +44,26 @@ def test_the_held_out_curve_joins_before_every_evaluation_during_and_after(tmp_p
 def test_a_run_without_held_out_games_has_no_held_out_curve():
     rows = [{"iteration": 1, "rollout/success_rate": 0.5, "eval/success_rate": 0.5}]
     assert held_out_points(rows, {}, last=1) == []
+
+
+def test_the_success_legend_says_where_the_held_out_games_come_from(tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    legends = {}
+    save = Figure.savefig
+
+    def record(fig, path, *args, **kwargs):
+        legend = fig.axes[0].get_legend()
+        legends[path.name] = [t.get_text() for t in legend.get_texts()]
+        return save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    row = {"iteration": 1, "rollout/success_rate": 0.5, "rollout/episodes": 64}
+    (tmp_path / "metrics.jsonl").write_text(json.dumps(row) + "\n")
+    evals = {"random": _summary(0), "before": _summary(41), "after": _summary(58)}
+    (tmp_path / "eval.json").write_text(json.dumps(evals))
+
+    plot_run(tmp_path)
+
+    held = [t for t in legends["success.png"] if t.startswith("held-out games (")]
+    assert held == ["held-out games (n=64, generated:keypad), 95% interval"]

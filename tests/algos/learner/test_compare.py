@@ -35,3 +35,22 @@ def test_compare_two_algorithms_over_two_seeds(tmp_path):
     assert "eval/success_rate" in read_metrics(out / "gigpo-seed0")[0]
     assert (out / "comparison.png").stat().st_size > 0
     assert "| gigpo |" in (out / "comparison.md").read_text()
+
+
+def test_more_seeds_later_keep_the_finished_runs(tmp_path):
+    sets = [*KEYPAD, "env.num_tasks=2", "run.iterations=1", "run.eval_episodes=4",
+            "model.init=sft", "sft.demos=4", "sft.val_demos=0", "sft.epochs=1"]  # fmt: skip
+    out = tmp_path / "cmp"
+    compare(None, ["grpo"], [0], out_dir=out, overrides=sets, log=lambda *_: None)
+    first = out / "grpo-seed0"
+    kept = {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in first.glob("*.json*")}
+    lines = []
+
+    compare(None, ["grpo"], [0, 1], out_dir=out, overrides=sets, log=lines.append)
+
+    assert {p.name: (p.read_bytes(), p.stat().st_mtime_ns) for p in first.glob("*.json*")} == kept
+    assert any("already finished" in str(line) for line in lines)
+    result = json.loads((out / "comparison.json").read_text())
+    assert [s["run"] for s in result["grpo"]["seeds"]] == [str(first), str(out / "grpo-seed1")]
+    evals = [json.loads((out / f"grpo-seed{k}" / "eval.json").read_text()) for k in (0, 1)]
+    assert evals[1]["before"] == evals[0]["before"]  # the start, evaluated once

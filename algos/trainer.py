@@ -167,6 +167,30 @@ def prepare_batch(
     return batch, rows.mine(adv, width), rows.mine(ret, width), extra, rows
 
 
+def iteration_rollout(
+    cfg: Config, venv: Any, backend: Any, iteration: int, *, envs: slice = slice(None)
+) -> RolloutResult:
+    """Play iteration ``iteration``'s (1-based) task draws as training does.
+
+    The draws of :func:`algos.envs.iteration_seeds`, sampled with ``cfg.rollout``'s settings at
+    ``cfg.env.max_steps``, history re-rendered into each prompt. ``envs`` picks a share of the
+    ``num_tasks x group_size`` envs (a rank's groups); ``venv`` holds that many.
+    """
+    r = cfg.rollout
+    seeds, groups = iteration_seeds(cfg, iteration - 1)
+    return rollout(
+        venv,
+        backend,
+        seeds=seeds[envs],
+        groups=groups[envs],
+        sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
+        max_prompt_tokens=r.max_prompt_tokens,
+        max_steps=cfg.env.max_steps or None,
+        rerender_history=True,
+        progress=cfg.run.progress,
+    )
+
+
 def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]]:
     """Iteration ``iteration`` (1-based): one rollout and one update.
 
@@ -174,22 +198,10 @@ def run_iteration(s: Session, iteration: int) -> tuple[dict[str, Any], list[Any]
         ``(metrics, episodes)``.
     """
     cfg = s.cfg
-    r = cfg.rollout
-    seeds, groups = iteration_seeds(cfg, iteration - 1)
     lo, hi = s.world.env_range(cfg.env.num_tasks, cfg.env.group_size)  # this rank's groups
     t0 = time.perf_counter()
     with _recording_trunk(s.backend, s.learner.trunk_depth):
-        ro = rollout(
-            s.venv,
-            s.backend,
-            seeds=seeds[lo:hi],
-            groups=groups[lo:hi],
-            sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
-            max_prompt_tokens=r.max_prompt_tokens,
-            max_steps=cfg.env.max_steps or None,
-            rerender_history=True,
-            progress=cfg.run.progress,
-        )
+        ro = iteration_rollout(cfg, s.venv, s.backend, iteration, envs=slice(lo, hi))
     ro = gather_rollout(s.world, ro, lo)  # this rank's rows, every rank's episodes and counts
     metrics: dict[str, Any] = {f"rollout/{k}": v for k, v in ro.summary().items()}
     metrics["rollout/episodes"] = len(ro.episodes)

@@ -64,25 +64,11 @@ def _config(out: Path, model: str, strategy: str):
 def make_batch(out: Path, model: str) -> None:
     """One rollout of iteration 1's tasks in one process -> ``out/batch.pt``."""
 
-    from algos.backends.base import SamplingParams
-    from algos.envs import iteration_seeds
-    from algos.rollout import rollout
-    from algos.trainer import build_session
+    from algos.trainer import build_session, iteration_rollout
 
     cfg = _config(out, model, "ddp")
     s = build_session(cfg, None)
-    seeds, groups = iteration_seeds(cfg, 0)
-    r = cfg.rollout
-    ro = rollout(
-        s.venv,
-        s.backend,
-        seeds=seeds,
-        groups=groups,
-        sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
-        max_prompt_tokens=r.max_prompt_tokens,
-        max_steps=cfg.env.max_steps or None,
-        rerender_history=True,
-    )
+    ro = iteration_rollout(cfg, s.venv, s.backend, 1)
     s.close()
     batch = ro.batch
     if getattr(batch, "trunk_states", None) is not None:

@@ -99,14 +99,13 @@ def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> lis
     """Rollout speed of both sampling paths on the main job's own rollouts (same seeds)."""
     import torch
 
-    from algos.backends.base import SamplingParams
     from algos.backends.hf import HFBackend
     from algos.config import load_config
-    from algos.envs import iteration_seeds, make_envs
+    from algos.envs import make_envs
     from algos.models import load_model
-    from algos.rollout import rollout
+    from algos.trainer import iteration_rollout
 
-    cfg = load_config(recipe, overrides)
+    cfg = load_config(recipe, [*overrides, "run.progress=false"])
     model, tok = load_model(cfg.model.name)
     r = cfg.rollout
     venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
@@ -131,13 +130,7 @@ def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> lis
             steps = 0
             for it in range(iterations):
                 backend.prefixes.clear()  # as training does after each update (new weights)
-                seeds, groups = iteration_seeds(cfg, it)
-                ro = rollout(
-                    venv, backend, seeds=seeds, groups=groups,
-                    sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
-                    max_prompt_tokens=r.max_prompt_tokens, max_steps=cfg.env.max_steps or None,
-                    rerender_history=True,
-                )  # fmt: skip
+                ro = iteration_rollout(cfg, venv, backend, it + 1)
                 new += ro.response_tokens
                 gen_s += ro.generate_seconds
                 steps += len(ro)

@@ -39,6 +39,11 @@ def train_curve(run: Path) -> list[float]:
     return curve[:ITERATIONS]
 
 
+def after(run: Path) -> float:
+    """Held-out success of a run's final policy (its ``eval.json``)."""
+    return json.loads((run / "eval.json").read_text())["after"]["success_rate"]
+
+
 def main() -> None:
     """Print the table and write the figure."""
     start = json.loads((GRPO[0] / "eval.json").read_text())
@@ -46,8 +51,8 @@ def main() -> None:
     gigpo_evals = json.loads(GIGPO_HELD_OUT.read_text())
     held = {
         "gigpo": [gigpo_evals[spec]["success_rate"] for spec in GIGPO_SPECS]
-        + [json.loads((d / "eval.json").read_text())["after"]["success_rate"] for d in GIGPO_12],
-        "grpo": [json.loads((d / "eval.json").read_text())["after"]["success_rate"] for d in GRPO],
+        + [after(d) for d in GIGPO_12],
+        "grpo": [after(d) for d in GRPO],
     }
     diffs = [a - b for a, b in zip(held["gigpo"], held["grpo"])]
     print("| RL seed | GiGPO | GRPO | GiGPO - GRPO |\n|---|---|---|---|")

@@ -23,7 +23,6 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-import torch
 
 RECIPE = "recipes/alfworld/long/gigpo.toml"
 POLICIES = {
@@ -62,11 +61,10 @@ def group_stats(batch, gigpo_cfg, grpo_cfg) -> dict[str, float]:
 def main() -> None:
     """Print one table row per policy."""
     from algos.backends import make_backend
-    from algos.backends.base import SamplingParams
     from algos.config import load_config
-    from algos.envs import iteration_seeds, make_envs
+    from algos.envs import make_envs
     from algos.policy import build_models
-    from algos.rollout import rollout
+    from algos.trainer import iteration_rollout
 
     grpo_cfg = load_config(RECIPE, ["algo=grpo"]).algo
     print("| policy | step rows | rows sharing their state | ... with another episode | "
@@ -74,22 +72,18 @@ def main() -> None:
           "episodes won |")  # fmt: skip
     print("|---|---|---|---|---|---|---|---|")
     for label, init in POLICIES.items():
-        cfg = load_config(RECIPE, [f"model.init='{init}'", "algo.kl_coef=0.0"])
-        torch.manual_seed(SAMPLE_SEED)
+        cfg = load_config(
+            RECIPE, [f"model.init='{init}'", "algo.kl_coef=0.0", "run.progress=false"]
+        )
         models = build_models(cfg)
         backend = make_backend("hf", models.model, models.tokenizer, seed=SAMPLE_SEED,
                                max_batch_size=cfg.rollout.max_batch_size)  # fmt: skip
         venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
-        r = cfg.rollout
         total: Counter = Counter()
         won = episodes = 0
         try:
             for it in ITERATIONS:
-                seeds, groups = iteration_seeds(cfg, it - 1)
-                ro = rollout(venv, backend, seeds=seeds, groups=groups,
-                             sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
-                             max_prompt_tokens=r.max_prompt_tokens,
-                             max_steps=cfg.env.max_steps or None, rerender_history=True)  # fmt: skip
+                ro = iteration_rollout(cfg, venv, backend, it)
                 total.update(group_stats(ro.batch, cfg.algo, grpo_cfg))
                 won += sum(bool(e.won) for e in ro.episodes)
                 episodes += len(ro.episodes)

@@ -41,24 +41,11 @@ def config(out: Path, name: str, *extra: str):
 
 def make(out: Path) -> None:
     """A real one-process rollout of iteration 1's tasks, saved as the global batch."""
-    from algos.backends.base import SamplingParams
-    from algos.envs import iteration_seeds
-    from algos.rollout import rollout
-    from algos.trainer import build_session
+    from algos.trainer import build_session, iteration_rollout
 
     cfg = config(out, "make", *CONFIGS["gigpo"])
     s = build_session(cfg, None)
-    seeds, groups = iteration_seeds(cfg, 0)
-    r = cfg.rollout
-    ro = rollout(
-        s.venv,
-        s.backend,
-        seeds=seeds,
-        groups=groups,
-        sampling=SamplingParams(r.max_new_tokens, r.temperature, r.top_p),
-        max_prompt_tokens=r.max_prompt_tokens,
-        rerender_history=True,
-    )
+    ro = iteration_rollout(cfg, s.venv, s.backend, 1)
     s.close()
     from algos.batch import save_batch
 

@@ -2,6 +2,8 @@
 
     OMP_NUM_THREADS=2 python benchmarks/bench_learner.py [--models tiny-random smollm2-135m]
     OMP_NUM_THREADS=2 python benchmarks/bench_learner.py --main-job [--iterations 2]
+    OMP_NUM_THREADS=2 python benchmarks/bench_learner.py --decode-step \
+        --recipe recipes/alfworld/long/gigpo.toml
 
 ``--main-job`` runs the README main job's rollouts (its recipe, model, envs and seeds) with
 the transformers backend's sampling paths in the same process, one after the other on the
@@ -9,8 +11,18 @@ same task draws: ``model.generate`` on left-padded prompts (the previous backend
 shared-prefix path within each call (identical prompts and the common prefix prefilled once);
 the same keeping the last calls' prefixes (``PrefixStore``, the default); and, last, the
 default with the decoder layers in bfloat16 (``model.compute_dtype``; the model is converted
-in place, so it runs last). It prints the new tokens per second of generation, the prompt
-tokens prefilled, and their ratio.
+in place, so it runs last), first with the key/value cache growing by concatenation as
+before 2026-12-06, then with room reserved (:func:`algos.backends.hf.reserve`, the default,
+which every earlier path uses too). Since 2026-12-06 the layers training freezes (all but
+the recipe's ``model.trainable_layers``) are frozen here too, so that bfloat16 stores them
+rather than converting their weights at every forward, as in training. It prints the new
+tokens per second of generation, the prompt tokens prefilled, and their ratio.
+
+``--decode-step`` times one decode step (a forward of one new token per row over a filled
+key/value cache) of the recipe's model as training builds it (its compute dtype, its frozen
+layers), for 13 and 32 rows of 800 cached positions, with the cache growing by concatenation
+(transformers' ``DynamicCache``) and with room reserved in place (:func:`algos.backends.hf.
+reserve`, the default since 2026-12-06), and the share of each step spent in ``aten::cat``.
 
 For each model: HF generation tokens/s batched (B prompts at once, left-padded) against one
 prompt at a time, and update tokens/s (forward + backward + AdamW over prompt+response tokens)
@@ -99,29 +111,37 @@ def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> lis
     """Rollout speed of both sampling paths on the main job's own rollouts (same seeds)."""
     import torch
 
-    from algos.backends.hf import HFBackend
+    import algos.backends.hf as hf
+    from algos.backends.hf import HFBackend, reserve
     from algos.config import load_config
     from algos.envs import make_envs
     from algos.models import load_model
+    from algos.policy import freeze_lower_layers
     from algos.trainer import iteration_rollout
 
     cfg = load_config(recipe, [*overrides, "run.progress=false"])
     model, tok = load_model(cfg.model.name)
+    if cfg.model.trainable_layers:  # as training freezes them: bfloat16 then stores these
+        freeze_lower_layers(model, cfg.model.trainable_layers)
     r = cfg.rollout
     venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
     rows = []
     paths = [
-        ("model.generate", False, 0, False),
-        ("shared prefix, per call", True, 0, False),
-        ("+ kept prefixes (default)", True, 49152, False),
-        ("+ bfloat16 layers", True, 49152, True),
+        ("model.generate", False, 0, False, True),
+        ("shared prefix, per call", True, 0, False, True),
+        ("+ kept prefixes (default)", True, 49152, False, True),
+        ("+ bfloat16 layers, cache grown by concatenation", True, 49152, True, False),
+        ("+ bfloat16 layers, room reserved (default)", True, 49152, True, True),
     ]
     try:
-        for name, sharing, kept, bf16 in paths:
+        for name, sharing, kept, bf16, room in paths:
             if bf16:
                 from algos.trunk import autocast_layers
 
-                autocast_layers(model, torch.bfloat16)
+                autocast_layers(model, torch.bfloat16)  # idempotent
+            # The cache as before 2026-12-06 where room is False: transformers' DynamicCache
+            # alone, growing by concatenation (algos.backends.hf.reserve made a no-op).
+            hf.reserve = reserve if room else (lambda cache, room: None)
             backend = HFBackend(
                 model, tok, max_batch_size=r.max_batch_size, seed=0, prefix_sharing=sharing,
                 prefix_tokens=kept,
@@ -146,13 +166,72 @@ def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> lis
                 }
             )
     finally:
+        hf.reserve = reserve
         venv.close()
     return rows
+
+
+def decode_steps(recipe: str, overrides: list[str], steps: int = 16) -> list[dict]:
+    """Milliseconds per decode step, the cache grown by concatenation and with room reserved."""
+    import torch
+    from transformers import DynamicCache
+
+    from algos.backends.hf import reserve
+    from algos.config import load_config
+    from algos.policy import build_models
+    from algos.trunk import cache_keyword
+
+    cfg = load_config(recipe, [*overrides, "run.progress=false"])
+    cfg.model.init = ""  # the untrained weights: the same arithmetic as any checkpoint's
+    model = build_models(cfg).model.eval()
+    kw = cache_keyword(model)  # past_key_values or cache, by transformers version
+    context = 800
+    prompt = torch.randint(100, 40000, (1, context), generator=torch.Generator().manual_seed(0))
+    rows = []
+    for n in (13, 32):
+        for path in ("concatenate (DynamicCache)", "reserved room (default)"):
+            with torch.no_grad():
+                cache = DynamicCache()
+                model(input_ids=prompt, **{kw: cache}, use_cache=True, logits_to_keep=1)
+                if path.startswith("reserved"):
+                    reserve(cache, 2 * steps + 8)
+                cache.reorder_cache(torch.zeros(n, dtype=torch.long))  # n rows of the prompt
+                ms, cat = _time_decode(model, {kw: cache}, n, context, steps)
+            rows.append({"rows": n, "path": path, "ms": ms, "cat_share": cat,
+                         "threads": torch.get_num_threads()})  # fmt: skip
+    return rows
+
+
+def _time_decode(model: object, cache: dict, n: int, context: int, steps: int) -> tuple:
+    """``(ms per step over steps, aten::cat's share of 3 profiled steps)``, one token per row."""
+    import torch
+    from torch.profiler import profile
+
+    mask = torch.ones(n, context, dtype=torch.long)
+    tok = torch.full((n, 1), 1000)
+
+    def step(i: int) -> None:
+        nonlocal mask
+        mask = torch.cat([mask, torch.ones_like(mask[:, :1])], 1)
+        pos = torch.full((n, 1), context + i)
+        model(input_ids=tok, attention_mask=mask, position_ids=pos, use_cache=True, **cache)
+
+    step(0)  # warm-up
+    start = time.perf_counter()
+    for i in range(1, steps + 1):
+        step(i)
+    ms = (time.perf_counter() - start) / steps * 1e3
+    with profile() as prof:
+        for i in range(steps + 1, steps + 4):
+            step(i)
+    ops = {e.key: e.self_cpu_time_total for e in prof.key_averages()}
+    return ms, ops.get("aten::cat", 0.0) / max(sum(ops.values()), 1e-9)
 
 
 def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--main-job", action="store_true", help="the main job's rollouts, every path")
+    p.add_argument("--decode-step", action="store_true", help="one decode step, both caches")
     p.add_argument("--recipe", default="recipes/alfworld/gigpo.toml")
     p.add_argument("--set", action="append", default=[], help="config override (repeatable)")
     p.add_argument("--iterations", type=int, default=2)
@@ -174,6 +253,20 @@ def main() -> None:
             )
         print(f"\nthreads {rows[0]['threads']}; new tok/s against model.generate: " + ", ".join(
             f"{r['path']} {r['new_tok_s'] / rows[0]['new_tok_s']:.2f}x" for r in rows[1:]))  # fmt: skip
+        return
+    if a.decode_step:
+        rows = decode_steps(a.recipe, a.set)
+        print(
+            "| rows x cached positions | key/value cache | ms per decode step | aten::cat share |"
+        )
+        print("|---|---|---:|---:|")
+        for r in rows:
+            print(
+                f"| {r['rows']} x 800 | {r['path']} | {r['ms']:.1f} | {100 * r['cat_share']:.0f}% |"
+            )
+        pairs = [(rows[i], rows[i + 1]) for i in range(0, len(rows), 2)]
+        print(f"\nthreads {rows[0]['threads']}; reserved room against concatenation: " + ", ".join(
+            f"{a['rows']} rows {a['ms'] / b['ms']:.2f}x" for a, b in pairs))  # fmt: skip
         return
     if a.one:
         print(json.dumps(measure(a.one, a.batch, a.prompt_len, a.new_tokens, a.reps)))

@@ -15,8 +15,9 @@ token prefix once:
 4. each distinct prompt's own suffix is prefilled on top of its prefix, laid out as
    ``[padding | prefix | padding | suffix]`` with explicit position ids, so a row's positions
    are exactly those of its unpadded prompt;
-5. the cache is expanded to one row per sample and decoded token by token, rows leaving the
-   batch as they finish.
+5. the cache is expanded to one row per sample and decoded token by token, each token's keys
+   and values written into room reserved for them (:func:`reserve`, not a copy of the whole
+   cache per token), rows leaving the batch as they finish.
 
 The logits of every step are the same quantity the learner recomputes (greedy outputs equal
 ``model.generate``'s, tested), so the first PPO ratio is 1 up to float noise.
@@ -59,6 +60,76 @@ def common_prefix(seqs: list[tuple[int, ...]]) -> int:
     while n < limit and all(s[n] == seqs[0][n] for s in seqs):
         n += 1
     return n
+
+
+def reserve(cache: Any, room: int) -> None:
+    """Let each layer of a ``DynamicCache`` grow by up to ``room`` positions in place.
+
+    A ``DynamicCache`` layer grows by concatenation, which copies its whole cache at every
+    decoded token: a third of a decode step's time with 13 rows of 800 positions, half with
+    32 (SmolLM2-135M, bfloat16 layers; ``benchmarks/bench_learner.py --decode-step``). After
+    this, a layer's first update copies its cache once, as concatenation would, into a buffer
+    with ``room`` spare positions, and later updates write into that room: its ``keys`` and
+    ``values`` are views of the filled part, holding the same values (so the same outputs,
+    tested) without the copies. Nothing is copied here.
+    """
+    grow = _reserved_layer_class()
+    for layer in cache.layers:
+        layer.__class__ = grow
+        layer.room, layer.key_room, layer.value_room = max(room, 0), None, None
+
+
+_RESERVED: list[type] = []
+
+
+def _reserved_layer_class() -> type:
+    """The ``DynamicLayer`` of :func:`reserve` (the class is made once, on first use)."""
+    if _RESERVED:
+        return _RESERVED[0]
+    from transformers.cache_utils import DynamicLayer
+
+    class ReservedLayer(DynamicLayer):
+        """A ``DynamicLayer`` whose keys and values become views of buffers with spare room."""
+
+        room: int
+        key_room: Any
+        value_room: Any
+
+        def update(self, key_states: Any, value_states: Any, *args: Any, **kwargs: Any) -> Any:
+            if not self.is_initialized or self.keys.dim() != 4:  # empty: filled as it would be
+                self.key_room = self.value_room = None
+                return super().update(key_states, value_states, *args, **kwargs)
+            n, k = self.keys.shape[2], key_states.shape[2]
+            if self.key_room is None or n + k > self.key_room.shape[2]:
+                self._move(k)
+            self.key_room[:, :, n : n + k] = key_states
+            self.value_room[:, :, n : n + k] = value_states
+            self.keys = self.key_room[:, :, : n + k]
+            self.values = self.value_room[:, :, : n + k]
+            return self.keys, self.values
+
+        def _move(self, k: int) -> None:
+            """Copy the filled part into buffers with room for ``k`` more and ``self.room``."""
+            keys, values = self.keys, self.values
+            n = keys.shape[2]
+            size = n + k + max(self.room, k)
+            self.key_room = keys.new_empty((*keys.shape[:2], size, keys.shape[3]))
+            self.value_room = values.new_empty((*values.shape[:2], size, values.shape[3]))
+            self.key_room[:, :, :n] = keys
+            self.value_room[:, :, :n] = values
+
+        def reorder_cache(self, beam_idx: Any) -> None:
+            if self.key_room is None:
+                super().reorder_cache(beam_idx)
+                return
+            n = self.keys.shape[2]
+            rows = beam_idx.to(self.key_room.device)
+            self.key_room = self.key_room.index_select(0, rows)
+            self.value_room = self.value_room.index_select(0, rows)
+            self.keys, self.values = self.key_room[:, :, :n], self.value_room[:, :, :n]
+
+    _RESERVED.append(ReservedLayer)
+    return ReservedLayer
 
 
 @dataclass
@@ -264,7 +335,8 @@ class HFBackend:
         self.prefill_tokens += int(mask.sum())
         trunks = self._keep_prompts(cache, hits, arrays, width, states)
         rows = torch.tensor(owner, device=device)
-        cache.reorder_cache(rows)
+        reserve(cache, params.max_new_tokens - 1)  # the most tokens decoding feeds back
+        cache.reorder_cache(rows)  # one row per sample
         gens, fed = self._decode(out.logits[rows, -1].float(), cache, attention[rows],
                                  positions[rows, -1], params, depth)  # fmt: skip
         if depth is not None:

@@ -113,3 +113,54 @@ def test_kept_prefixes_are_reused_by_the_next_call_with_the_same_outputs(tiny):
     before = warm.prefill_tokens
     warm.generate(later[:1], SamplingParams(2, 0.0))
     assert warm.prefill_tokens - before == len(later[0])
+
+
+def test_reserved_cache_room_changes_no_output(tiny, monkeypatch):
+    """Decoding into reserved room (the default) samples exactly what concatenation samples."""
+    import algos.backends.hf as hf
+
+    model, tok = tiny
+    prompts = _prompts()
+    params = [SamplingParams(12, 1.0), SamplingParams(9, 0.7, 0.9), SamplingParams(12, 0.0)]
+
+    def run() -> list:
+        backend = HFBackend(model, tok, seed=4)
+        backend._eos |= set(range(0, 256, 5))  # so that rows finish, and leave, at varied steps
+        return [
+            (g.token_ids, g.logprobs, g.finish_reason)
+            for p in params
+            for g in backend.generate(prompts, p)
+        ]
+
+    reserved = run()
+    assert len({len(t) for t, _, why in reserved if why == "stop"}) >= 3  # rows left early
+    monkeypatch.setattr(hf, "reserve", lambda cache, room: None)
+    assert run() == reserved  # bit for bit, rows leaving the batch as they finish
+
+
+def test_reserved_layers_grow_past_their_room():
+    from transformers import DynamicCache
+
+    from algos.backends.hf import reserve
+
+    g = torch.Generator().manual_seed(0)
+    plain, roomy = DynamicCache(), DynamicCache()
+    first = [torch.randn(3, 2, 5, 4, generator=g) for _ in range(2)]
+    plain.update(*first, 0)
+    roomy.update(*first, 0)
+    reserve(roomy, 1)
+    reserve(roomy, 1)  # twice changes nothing
+    for k in (1, 3, 2):  # the second update overflows the room of 1 position
+        new = [torch.randn(3, 2, k, 4, generator=g) for _ in range(2)]
+        assert all(torch.equal(a, b) for a, b in zip(plain.update(*new, 0), roomy.update(*new, 0)))
+    rows = torch.tensor([2, 0])
+    plain.reorder_cache(rows)
+    roomy.reorder_cache(rows)
+    assert torch.equal(plain.layers[0].keys, roomy.layers[0].keys)
+    assert torch.equal(plain.layers[0].values, roomy.layers[0].values)
+    assert roomy.get_seq_length() == 11
+    empty = DynamicCache()
+    reserve(empty, 4)  # no layers yet: harmless, and the cache fills as before
+    for k in (5, 1):
+        new = [torch.randn(1, 2, k, 4, generator=g) for _ in range(2)]
+        assert empty.update(*new, 0)[0].shape == (1, 2, 5 if k == 5 else 6, 4)

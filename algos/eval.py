@@ -38,7 +38,12 @@ EVAL_ENVS = 64
 
 
 def evaluate(cfg: Config, backend: Any, episodes: int, *, progress: bool = False) -> dict[str, Any]:
-    """Play the held-out tasks with a model ``backend``; return :func:`summarize`'s dict.
+    """Play the held-out tasks with a model ``backend``; return :func:`summarize`'s dict."""
+    return summarize(play(cfg, backend, episodes, progress=progress))
+
+
+def play(cfg: Config, backend: Any, episodes: int, *, progress: bool = False) -> list[Episode]:
+    """The held-out episodes of a model ``backend``, in task order (what :func:`evaluate` sums).
 
     Episodes run in batches of up to :data:`EVAL_ENVS` envs, or ``rollout.max_batch_size``
     if larger (a batch costs as many generate calls as its longest episode; each call is
@@ -72,13 +77,21 @@ def evaluate(cfg: Config, backend: Any, episodes: int, *, progress: bool = False
     finally:
         venv.close()
         bar.close()
-    return summarize(done)
+    return done
 
 
 def evaluate_agent(
     cfg: Config, agent: str, episodes: int, *, progress: bool = False
 ) -> dict[str, Any]:
     """Play the held-out tasks with a reference agent (``random``, ``expert``, ``expert:METHOD``).
+
+    Returns :func:`summarize`'s dict of :func:`play_agent`'s episodes.
+    """
+    return summarize(play_agent(cfg, agent, episodes, progress=progress))
+
+
+def play_agent(cfg: Config, agent: str, episodes: int, *, progress: bool = False) -> list[Episode]:
+    """The held-out episodes of a reference agent, in task order, with their steps.
 
     The agent acts on the env's own commands (no parsing, no prompt), under the same step
     cap as a model (``env.max_steps``); success, score and validity are the env's.
@@ -112,9 +125,7 @@ def evaluate_agent(
     finally:
         env.close()
         bar.close()
-    for ep in done:
-        ep.steps = []  # the infos are large; the summary needs the counts only
-    return summarize(done)
+    return done
 
 
 def is_reference_agent(spec: str) -> bool:

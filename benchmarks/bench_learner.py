@@ -115,14 +115,15 @@ def main_job_rollouts(iterations: int, recipe: str, overrides: list[str]) -> lis
     from algos.backends.hf import HFBackend, reserve
     from algos.config import load_config
     from algos.envs import make_envs
-    from algos.models import load_model
-    from algos.policy import freeze_lower_layers
+    from algos.policy import build_models
     from algos.trainer import iteration_rollout
 
-    cfg = load_config(recipe, [*overrides, "run.progress=false"])
-    model, tok = load_model(cfg.model.name)
-    if cfg.model.trainable_layers:  # as training freezes them: bfloat16 then stores these
-        freeze_lower_layers(model, cfg.model.trainable_layers)
+    # The model as training builds it (its frozen layers, which bfloat16 then stores), in
+    # float32 until the bfloat16 paths convert it.
+    cfg = load_config(recipe, [*overrides, "run.progress=false", "model.compute_dtype=''",
+                               "model.init=''", "algo.kl_coef=0.0"])  # fmt: skip
+    models = build_models(cfg)
+    model, tok = models.model, models.tokenizer
     r = cfg.rollout
     venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
     rows = []

@@ -27,6 +27,7 @@ model; the baseline of ``benchmarks/bench_learner.py``).
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from typing import Any
 
@@ -79,13 +80,9 @@ def reserve(cache: Any, room: int) -> None:
         layer.room, layer.key_room, layer.value_room = max(room, 0), None, None
 
 
-_RESERVED: list[type] = []
-
-
+@functools.cache
 def _reserved_layer_class() -> type:
     """The ``DynamicLayer`` of :func:`reserve` (the class is made once, on first use)."""
-    if _RESERVED:
-        return _RESERVED[0]
     from transformers.cache_utils import DynamicLayer
 
     class ReservedLayer(DynamicLayer):
@@ -128,7 +125,6 @@ def _reserved_layer_class() -> type:
             self.value_room = self.value_room.index_select(0, rows)
             self.keys, self.values = self.key_room[:, :, :n], self.value_room[:, :, :n]
 
-    _RESERVED.append(ReservedLayer)
     return ReservedLayer
 
 

@@ -12,6 +12,7 @@ seeds 1-3 from its clone), as docs/results.md ran them. About 5 minutes on 2 cor
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 
 from algos.eval import open_policy, play, play_agent
@@ -36,13 +37,18 @@ def main() -> None:
           f"{len(union & missed[RUNS[0] + '/sft'])} of them the clone misses too")  # fmt: skip
     for agent in EXPERTS:
         for steps in (cfg.env.max_steps, 50):
-            cfg.env.max_steps = steps
-            episodes = play_agent(cfg, agent, 64)
+            episodes = play_agent(replace_steps(cfg, steps), agent, 64)
             on = [(e.won, e.length) for e in episodes if e.task_id in union]
             wins = sum(e.won for e in episodes)
             print(f"{agent} at {steps} steps: wins {wins} of 64; on the missed games (won, "
                   f"steps): {on}")  # fmt: skip
-        cfg.env.max_steps = run_config(Path(RUNS[0])).env.max_steps
+
+
+def replace_steps(cfg, steps: int):
+    """A copy of ``cfg`` whose episodes stop after ``steps`` steps."""
+    cfg = copy.deepcopy(cfg)
+    cfg.env.max_steps = steps
+    return cfg
 
 
 if __name__ == "__main__":

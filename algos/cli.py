@@ -4,6 +4,7 @@ algos train recipes/alfworld/gigpo.toml [--set key=value ...]
 algos train --resume runs/ALFWorld-v0-gigpo-20250101-120000
 algos sft recipes/alfworld/gigpo.toml [--set sft.demos=500 ...]
 algos eval --env alfworld --policy random --policy hf:smollm2-135m --episodes 16
+algos eval --recipe recipes/alfworld/long/gigpo.toml --policy run:RUN_DIR --trajectories eps.jsonl
 algos compare recipes/alfworld/gigpo.toml --algos gigpo grpo --seeds 0 1 2 --out runs/cmp
 algos list
 algos plot RUN_DIR
@@ -14,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 
@@ -80,30 +82,36 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _eval(args: argparse.Namespace) -> int:
+    from agent_gym.episode import summarize
     from algos.config import load_config
-    from algos.eval import (
-        evaluate,
-        evaluate_agent,
-        is_reference_agent,
-        open_policy,
-        table,
-        with_env,
-    )
+    from algos.eval import is_reference_agent, open_policy, play, play_agent, table, with_env
 
     cfg = with_env(load_config(args.recipe, args.set or []), args.env, args.split)
     policies = [p for spec in args.policy for p in spec.split(",") if p]
     if not policies:
         raise ValueError(f"--policy {' '.join(args.policy)!r} names no policy")
+    for flag, path in (("--json", args.json), ("--trajectories", args.trajectories)):
+        if path and not Path(path).parent.is_dir():  # say so now, not after every episode
+            raise ValueError(f"{flag} {path}: its folder {Path(path).parent} does not exist")
+    out = open(args.trajectories, "w", encoding="utf-8") if args.trajectories else nullcontext()
     rows, results = [], {}
-    for spec in policies:
-        if is_reference_agent(spec):
-            result = evaluate_agent(cfg, spec, args.episodes, progress=True)
-        else:
-            backend = open_policy(spec, cfg, served_model=args.model)
-            result = evaluate(cfg, backend, args.episodes, progress=True)
-        print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
-        rows.append((spec, result))
-        results[spec] = result
+    with out as trajectories:
+        for spec in policies:
+            if is_reference_agent(spec):
+                episodes = play_agent(cfg, spec, args.episodes, progress=True)
+            else:
+                backend = open_policy(spec, cfg, served_model=args.model)
+                keep = trajectories is not None
+                episodes = play(cfg, backend, args.episodes, progress=True, record_text=keep)
+            result = summarize(episodes)
+            print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
+            rows.append((spec, result))
+            results[spec] = result
+            if trajectories is not None:  # each policy's episodes as soon as they are played
+                for e in episodes:
+                    line = json.dumps({"policy": spec, **e.to_json()}, default=str)
+                    trajectories.write(line + "\n")
+                trajectories.flush()
     n = max(result["episodes"] for _, result in rows)  # every row plays the same list
     print(f"\n{cfg.env.id}, {n} distinct held-out tasks (seeds from {cfg.env.eval_seed}):")
     print(table(rows))
@@ -207,6 +215,12 @@ def build_parser() -> argparse.ArgumentParser:
     e.add_argument("--recipe", help="recipe for prompt/format settings (default: the built-ins)")
     e.add_argument("--set", help="config override (repeatable)", **sets)
     e.add_argument("--json", metavar="PATH", help="also write the results as JSON")
+    e.add_argument(
+        "--trajectories",
+        metavar="PATH",
+        help="also write every episode as a JSON line: policy, task id, seed, outcome and "
+        "each step's observation and action",
+    )
     e.set_defaults(func=_eval)
     sub.add_parser("list", help="algorithms, envs and models", formatter_class=_Help).set_defaults(
         func=_list

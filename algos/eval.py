@@ -42,12 +42,21 @@ def evaluate(cfg: Config, backend: Any, episodes: int, *, progress: bool = False
     return summarize(play(cfg, backend, episodes, progress=progress))
 
 
-def play(cfg: Config, backend: Any, episodes: int, *, progress: bool = False) -> list[Episode]:
+def play(
+    cfg: Config,
+    backend: Any,
+    episodes: int,
+    *,
+    progress: bool = False,
+    record_text: bool = False,
+) -> list[Episode]:
     """The held-out episodes of a model ``backend``, in task order (what :func:`evaluate` sums).
 
     Episodes run in batches of up to :data:`EVAL_ENVS` envs, or ``rollout.max_batch_size``
     if larger (a batch costs as many generate calls as its longest episode; each call is
-    chunked by ``rollout.max_batch_size``), with ``rollout.eval_temperature``.
+    chunked by ``rollout.max_batch_size``), with ``rollout.eval_temperature``. With
+    ``record_text`` each episode keeps its steps (the observation the model read and the text
+    it answered), otherwise only its counts.
     """
     r = cfg.rollout
     seeds = eval_seeds(cfg, episodes)
@@ -69,7 +78,7 @@ def play(cfg: Config, backend: Any, episodes: int, *, progress: bool = False) ->
                 max_prompt_tokens=r.max_prompt_tokens,
                 max_steps=cfg.env.max_steps or None,
                 rerender_history=True,
-                record_text=False,
+                record_text=record_text,
                 progress=progress,
             )
             done.extend(ro.episodes[: min(width, episodes - start)])

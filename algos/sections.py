@@ -52,7 +52,11 @@ class EnvConfig:
     max_steps: int = 0
     """Agent-side cap on steps per episode (0 = only the env's own step limit)."""
     seed: int = 0
-    """First task seed; iteration k trains on seeds after those of iteration k-1."""
+    """First task seed: iteration k draws its tasks with ``seed + k - 1``.
+
+    Runs whose seeds differ by less than ``run.iterations`` share most draws (shifted by an
+    iteration); space them ``run.iterations`` or more apart for other draws.
+    """
     eval_kwargs: dict[str, Any] = field(default_factory=dict)
     """Constructor keywords overriding ``kwargs`` for evaluation (e.g. another split)."""
     eval_seed: int = 1_000_000

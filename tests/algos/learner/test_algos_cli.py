@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -118,3 +119,41 @@ def test_an_iteration_without_rows_says_why(tmp_path):
     assert out.returncode == 0, out.stderr[-2000:]
     assert "warning: iteration 1 produced no step rows to train on" in out.stdout + out.stderr
     assert "context_limit" in out.stdout + out.stderr
+
+
+def test_eval_writes_every_episode_of_every_policy(tmp_path):
+    """``algos eval --trajectories`` keeps each policy's episodes, steps included (a model's too)."""
+    path = tmp_path / "eps.jsonl"
+    sets = [s.replace("AlgosTest", "keypad_env:AlgosTest") for s in KEYPAD]
+    sets.append("env.kwargs={distinct_tasks=true}")  # a task per seed: 3 distinct ones
+    args = [a for s in sets for a in ("--set", s)]
+    policies = ("random", "expert", "hf:tiny-random")
+    out = _algos(
+        "eval", "--recipe", str(ROOT / "recipes/test/keypad.toml"), *args,
+        "--policy", ",".join(policies), "--episodes", "3", "--trajectories", str(path),
+        "--json", str(tmp_path / "eval.json"), cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert [e["policy"] for e in lines] == [p for p in policies for _ in range(3)]
+    results = json.loads((tmp_path / "eval.json").read_text())
+    for policy in policies:
+        episodes = [e for e in lines if e["policy"] == policy]
+        assert len({e["task_id"] for e in episodes}) == 3  # the same distinct tasks for each
+        assert sum(e["won"] for e in episodes) / 3 == results[policy]["success_rate"]
+        for e in episodes:
+            assert len(e["steps"]) == e["length"] > 0
+            assert all(isinstance(s["observation"], str) and "action" in s for s in e["steps"])
+    assert all(e["won"] for e in lines if e["policy"] == "expert")
+
+
+def test_eval_output_in_a_missing_folder_fails_before_playing(tmp_path):
+    sets = [s.replace("AlgosTest", "keypad_env:AlgosTest") for s in KEYPAD]
+    args = [a for s in sets for a in ("--set", s)]
+    out = _algos(
+        "eval", "--recipe", str(ROOT / "recipes/test/keypad.toml"), *args, "--policy",
+        "random", "--trajectories", str(tmp_path / "nope" / "eps.jsonl"), cwd=tmp_path,
+    )  # fmt: skip
+    assert out.returncode == 2
+    assert "--trajectories" in out.stderr and "does not exist" in out.stderr
+    assert "eval (random)" not in out.stderr  # no episode was played

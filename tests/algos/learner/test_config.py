@@ -26,13 +26,16 @@ def test_alfworld_recipe_profiles():
     cpu = load_config(RECIPE)  # default_profile = "cpu"
     assert cpu.profile == "cpu" and cpu.model.name == "smollm2-135m"
     assert cpu.env.action_match == "number" and cpu.env.reward_scale == 0.0
-    # The main job: clone the searching expert, then GiGPO w/ std; the numbered interface,
+    # The main job: clone the searcher that looks into one place of each kind first, then two
+    # iterations of GiGPO w/ std on 8 x 8 episodes at lr 2e-5; one number per kind of place,
     # 20 steps; 64 held-out games.
-    assert cpu.model.init == "sft" and cpu.sft.expert == "search_expert_action"
+    assert cpu.model.init == "sft" and cpu.sft.expert == "typed_search_expert_action"
     assert cpu.algo.gigpo_mode == "mean_std_norm"
     assert (cpu.env.max_steps, cpu.run.eval_episodes, cpu.run.threads) == (20, 64, 2)
-    assert cpu.env.prompt.endswith(":CHOICE_PROMPTS") and "random" in cpu.run.eval_baselines
-    assert cpu.env.choices.endswith(":focused_choices")
+    assert (cpu.env.num_tasks, cpu.env.group_size, cpu.run.iterations) == (8, 8, 2)
+    assert cpu.optim.lr == 2e-5
+    assert cpu.env.prompt.endswith(":KIND_CHOICE_PROMPTS") and "random" in cpu.run.eval_baselines
+    assert cpu.env.choices.endswith(":kind_choices")
     gpu = load_config(RECIPE, ["profile=gpu", "run.iterations=3"])
     assert gpu.model.name == "Qwen/Qwen2.5-1.5B-Instruct" and gpu.model.dtype == "bfloat16"
     assert gpu.env.num_tasks == 16 and gpu.run.iterations == 3

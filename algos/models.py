@@ -249,9 +249,33 @@ def load_model(
     if gradient_checkpointing:
         model.gradient_checkpointing_enable()
         model.config.use_cache = False
+    contiguous_head_input(model)
     model.to(device)
     model.train()
     return model, tok
+
+
+def contiguous_head_input(model: Any) -> None:
+    """Have the output layer multiply a contiguous copy of its input (``load_model`` does).
+
+    Causal LMs apply the head to ``hidden[:, -k:, :]`` (``logits_to_keep``), a strided view.
+    When that view requires a gradient (the update, behaviour cloning), torch on CPU runs
+    the linear layer on it as a batched matrix product, forward and backward, 3-4x slower
+    than one matrix product on a contiguous copy; with SmolLM2's 49,152-word head the copy
+    makes the main job's update 1.1-1.2x faster (docs/benchmarks.md, "The update step"). Without
+    a gradient (sampling, evaluation) both take the fast path and the input is left as it
+    is. The copy is k rows per sequence; the logits agree to float rounding.
+    """
+    head = model.get_output_embeddings()
+    if head is not None:
+        head.register_forward_pre_hook(_contiguous_input)
+
+
+def _contiguous_input(module: Any, args: tuple[Any, ...]) -> tuple[Any, ...]:
+    x = args[0]
+    if x.is_contiguous() or not x.requires_grad:
+        return args  # sampling and evaluation (no gradient): untouched
+    return (x.contiguous(), *args[1:])
 
 
 def add_lora(model: Any, lora: dict[str, Any]) -> Any:

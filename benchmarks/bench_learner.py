@@ -4,6 +4,7 @@
     OMP_NUM_THREADS=2 python benchmarks/bench_learner.py --main-job [--iterations 2]
     OMP_NUM_THREADS=2 python benchmarks/bench_learner.py --decode-step \
         --recipe recipes/alfworld/long/gigpo.toml
+    OMP_NUM_THREADS=2 python benchmarks/bench_learner.py --update-step
 
 ``--main-job`` runs the README main job's rollouts (its recipe, model, envs and seeds) with
 the transformers backend's sampling paths in the same process, one after the other on the
@@ -23,6 +24,15 @@ key/value cache) of the recipe's model as training builds it (its compute dtype,
 layers), for 13 and 32 rows of 800 cached positions, with the cache growing by concatenation
 (transformers' ``DynamicCache``) and with room reserved in place (:func:`algos.backends.hf.
 reserve`, the default since 2026-12-06), and the share of each step spent in ``aten::cat``.
+
+``--update-step`` times the main job's update (its recipe's model as training builds it,
+untrained, and its learner settings) on the step rows of one main-job rollout, with random
+advantages so that no row is skipped: the output layer fed the strided view of the kept
+positions (as before 2026-12-06) against a contiguous copy
+(:func:`algos.models.contiguous_head_input`, the default), twice each, alternating, from
+the same weights and a new optimiser each time. The two paths' gradients differ by the
+rounding of the layers' compute dtype (bfloat16 in the main job), so their mean gradient norms
+over the update's steps differ slightly.
 
 For each model: HF generation tokens/s batched (B prompts at once, left-padded) against one
 prompt at a time, and update tokens/s (forward + backward + AdamW over prompt+response tokens)
@@ -203,6 +213,63 @@ def decode_steps(recipe: str, overrides: list[str], steps: int = 16) -> list[dic
     return rows
 
 
+def update_steps(recipe: str, overrides: list[str], reps: int = 2) -> list[dict]:
+    """Seconds per update on one rollout's rows, head input strided and contiguous."""
+    import copy
+
+    import torch
+
+    import algos.models
+    from algos.algorithms import get_algorithm
+    from algos.backends.hf import HFBackend
+    from algos.config import load_config
+    from algos.envs import make_envs
+    from algos.learner import Learner
+    from algos.policy import build_models
+    from algos.trainer import iteration_rollout
+    from algos.trunk import trunk_depth
+
+    cfg = load_config(recipe, [*overrides, "run.progress=false", "model.init=''"])
+    real = algos.models.contiguous_head_input
+    algos.models.contiguous_head_input = lambda model: None  # the head as before 2026-12-06
+    try:
+        strided = build_models(cfg)
+    finally:
+        algos.models.contiguous_head_input = real
+    default = build_models(cfg)
+    model, tok = default.model, default.tokenizer
+    backend = HFBackend(model, tok, max_batch_size=cfg.rollout.max_batch_size, seed=0)
+    backend.capture_depth = trunk_depth(model)  # as training records the trunk's output
+    venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
+    try:
+        batch = iteration_rollout(cfg, venv, backend, 1).batch
+    finally:
+        venv.close()
+    g = torch.Generator().manual_seed(0)
+    adv = torch.randn(len(batch), 1, generator=g) * batch.response_mask
+    start = {name: copy.deepcopy(m.model.state_dict()) for name, m in
+             (("strided", strided), ("contiguous", default))}  # fmt: skip
+    rows = []
+    for rep in range(reps):
+        for name, models in (
+            ("strided view (before)", strided),
+            ("contiguous copy (default)", default),
+        ):
+            models.model.load_state_dict(start[name.split()[0]])
+            learner = Learner(
+                models.model, tok, get_algorithm(cfg.algo.name), cfg.algo, cfg.optim,
+                temperature=cfg.rollout.temperature,
+                loss_scale_factor=float(cfg.rollout.max_new_tokens),
+            )  # fmt: skip
+            t = time.perf_counter()
+            m = learner.update(batch, adv, seed=0)
+            rows.append({"path": name, "rep": rep + 1, "rows": len(batch),
+                         "update_s": time.perf_counter() - t,
+                         "tok_s": m["update_tokens_per_s"], "grad_norm": m["grad_norm"],
+                         "threads": torch.get_num_threads()})  # fmt: skip
+    return rows
+
+
 def _time_decode(model: object, cache: dict, n: int, context: int, steps: int) -> tuple:
     """``(ms per step over steps, aten::cat's share of 3 profiled steps)``, one token per row."""
     import torch
@@ -233,6 +300,7 @@ def main() -> None:
     p = argparse.ArgumentParser()
     p.add_argument("--main-job", action="store_true", help="the main job's rollouts, every path")
     p.add_argument("--decode-step", action="store_true", help="one decode step, both caches")
+    p.add_argument("--update-step", action="store_true", help="one update, both head inputs")
     p.add_argument("--recipe", default="recipes/alfworld/gigpo.toml")
     p.add_argument("--set", action="append", default=[], help="config override (repeatable)")
     p.add_argument("--iterations", type=int, default=2)
@@ -268,6 +336,21 @@ def main() -> None:
         pairs = [(rows[i], rows[i + 1]) for i in range(0, len(rows), 2)]
         print(f"\nthreads {rows[0]['threads']}; reserved room against concatenation: " + ", ".join(
             f"{a['rows']} rows {a['ms'] / b['ms']:.2f}x" for a, b in pairs))  # fmt: skip
+        return
+    if a.update_step:
+        rows = update_steps(a.recipe, a.set)
+        print("| head input | run | step rows | update s | update tok/s | mean grad norm |")
+        print("|---|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['path']} | {r['rep']} | {r['rows']} | {r['update_s']:.1f} "
+                  f"| {r['tok_s']:.0f} | {r['grad_norm']:.6f} |")  # fmt: skip
+        best = {p: min(r["update_s"] for r in rows if r["path"] == p) for p in
+                dict.fromkeys(r["path"] for r in rows)}  # fmt: skip
+        old, new = best.values()
+        print(
+            f"\nthreads {rows[0]['threads']}; contiguous against strided (fastest runs): "
+            f"{old / new:.2f}x"
+        )
         return
     if a.one:
         print(json.dumps(measure(a.one, a.batch, a.prompt_len, a.new_tokens, a.reps)))

@@ -186,3 +186,27 @@ def test_an_all_zero_mini_batch_still_steps_adamw():
     for k in params[1]:
         assert torch.equal(params[0][k], params[1][k]), k
     assert not torch.equal(params[0]["model.norm.weight"], before["model.norm.weight"])
+
+
+def test_the_output_layer_gets_a_contiguous_copy_only_when_training():
+    """A strided input with a gradient is copied (the fast path on CPU; same logits, same
+    gradient); sampling's input, which has none, is left as it is."""
+    model, _ = load_model("tiny-random", seed=0)
+    head = model.get_output_embeddings()
+    seen = []
+    head.register_forward_pre_hook(lambda module, args: seen.append(args[0].is_contiguous()))
+    ids = torch.randint(4, 260, (3, 12), generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        model(input_ids=ids, logits_to_keep=4)
+    assert seen == [False]  # hidden[:, -4:, :], untouched
+    seen.clear()
+    kept = model(input_ids=ids, logits_to_keep=4).logits
+    assert seen == [True]
+    kept.logsumexp(-1).sum().backward()
+    got = {k: p.grad.clone() for k, p in model.named_parameters()}
+    model.zero_grad()
+    full = model(input_ids=ids).logits  # every position: a contiguous input, no copy
+    torch.testing.assert_close(kept, full[:, -4:], rtol=1e-5, atol=1e-6)
+    full[:, -4:].logsumexp(-1).sum().backward()
+    for k, p in model.named_parameters():
+        torch.testing.assert_close(got[k], p.grad, rtol=1e-4, atol=1e-7, msg=k)

@@ -247,15 +247,12 @@ def update_steps(recipe: str, overrides: list[str], reps: int = 2) -> list[dict]
         venv.close()
     g = torch.Generator().manual_seed(0)
     adv = torch.randn(len(batch), 1, generator=g) * batch.response_mask
-    start = {name: copy.deepcopy(m.model.state_dict()) for name, m in
-             (("strided", strided), ("contiguous", default))}  # fmt: skip
+    paths = [("strided view (before)", strided), ("contiguous copy (default)", default)]
+    start = [copy.deepcopy(models.model.state_dict()) for _, models in paths]
     rows = []
     for rep in range(reps):
-        for name, models in (
-            ("strided view (before)", strided),
-            ("contiguous copy (default)", default),
-        ):
-            models.model.load_state_dict(start[name.split()[0]])
+        for (name, models), weights in zip(paths, start):
+            models.model.load_state_dict(weights)
             learner = Learner(
                 models.model, tok, get_algorithm(cfg.algo.name), cfg.algo, cfg.optim,
                 temperature=cfg.rollout.temperature,

@@ -111,7 +111,12 @@ def scripted_expert(env: gym.Env, method: str = "expert_action") -> Callable[[],
     named = method.isidentifier() and method.endswith("expert_action")
     expert = getattr(env.unwrapped, method, None) if named else None
     if not callable(expert):
-        raise ValueError(f"{env.unwrapped} has no scripted expert {method!r}")
+        base = env.unwrapped
+        have = sorted(n for n in dir(base) if n.endswith("expert_action"))
+        env_id = base.spec.id if base.spec is not None else type(base).__name__
+        raise ValueError(
+            f"{env_id} has no scripted expert {method!r} (it has: {', '.join(have) or 'none'})"
+        )
     return expert
 
 

@@ -336,21 +336,21 @@ def pin_init(init: str) -> str:
     return init if newest is None else str(newest)
 
 
-def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: int = 0) -> int:
-    """Start ``model`` from another run's weights (``model.init``); return their iteration.
+def init_chain(run_dir: Path, model_name: str | None = None, _depth: int = 0) -> list[Path]:
+    """The checkpoints ``model.init = run_dir`` applies, the oldest starting point first.
 
     ``run_dir`` is a run directory (its newest complete checkpoint) or one of its checkpoints,
     ``RUN_DIR/checkpoints/iter_N``. A checkpoint holds only what that run trained, so the
-    other run's own starting point (its ``model.init``, recursively) is applied first; its
-    ``model.name`` must be this run's.
+    other run's own starting point (its ``model.init``, recursively) comes first; its
+    ``model.name`` must be this run's. Reads only JSON files: cheap enough to call before any
+    model is loaded, so a wrong ``model.init`` is one line at once.
 
     Raises:
         FileNotFoundError: ``run_dir`` has no complete checkpoint, or the named one is not
             complete.
         ValueError: The other run trained another base model, or the inits loop.
-        CheckpointError: Its weights do not fit ``model`` (another architecture).
     """
-    run_dir, chosen = split_checkpoint_path(run_dir)
+    run_dir, chosen = split_checkpoint_path(Path(run_dir))
     if chosen is not None and _meta(chosen) is None:
         raise FileNotFoundError(
             f"model.init={str(chosen)!r}: not a complete checkpoint (no such folder, or its "
@@ -359,6 +359,7 @@ def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: 
         )
     if _depth > 16:
         raise ValueError(f"model.init={str(run_dir)!r}: runs start from each other in a loop")
+    chain: list[Path] = []
     config = run_dir / "config.json"
     if config.is_file():
         other = json.loads(config.read_text()).get("model", {})
@@ -370,12 +371,28 @@ def load_init(model: Any, run_dir: Path, model_name: str | None = None, _depth: 
         if other.get("init"):
             # "sft": that run cloned the expert first, into its own sft/ stage directory
             start = run_dir / "sft" if other["init"] == "sft" else Path(other["init"])
-            load_init(model, start, model_name, _depth + 1)
+            chain = init_chain(start, model_name, _depth + 1)
     path = chosen or latest_checkpoint(run_dir)
     if path is None:
         raise FileNotFoundError(
             f"model.init={str(run_dir)!r}: no complete checkpoint there (a run directory of "
             "`algos train` or `algos sft` holds checkpoints/latest)"
         )
-    load_trainable(model, path / "model.safetensors")
-    return int(json.loads((path / "state.json").read_text())["iteration"])
+    return [*chain, path]
+
+
+def load_init(model: Any, run_dir: Path, model_name: str | None = None) -> int:
+    """Start ``model`` from another run's weights (``model.init``); return their iteration.
+
+    Applies :func:`init_chain`'s checkpoints in order.
+
+    Raises:
+        FileNotFoundError: ``run_dir`` has no complete checkpoint, or the named one is not
+            complete.
+        ValueError: The other run trained another base model, or the inits loop.
+        CheckpointError: Its weights do not fit ``model`` (another architecture).
+    """
+    chain = init_chain(run_dir, model_name)
+    for path in chain:
+        load_trainable(model, path / "model.safetensors")
+    return int(json.loads((chain[-1] / "state.json").read_text())["iteration"])

@@ -90,6 +90,8 @@ def _eval(args: argparse.Namespace) -> int:
     policies = [p for spec in args.policy for p in spec.split(",") if p]
     if not policies:
         raise ValueError(f"--policy {' '.join(args.policy)!r} names no policy")
+    if args.episodes < 1:
+        raise ValueError(f"--episodes {args.episodes}: play at least 1 held-out task")
     for flag, path in (("--json", args.json), ("--trajectories", args.trajectories)):
         if path and not Path(path).parent.is_dir():  # say so now, not after every episode
             raise ValueError(f"{flag} {path}: its folder {Path(path).parent} does not exist")

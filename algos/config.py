@@ -289,6 +289,12 @@ def read_recipe(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any
     path = Path(path).resolve()
     if path in _seen:
         raise ValueError(f"recipe {path}: 'extends' loops back to itself")
+    if (path / "config.json").is_file():
+        raise FileNotFoundError(
+            f"recipe {path} is a run directory, not a recipe: continue it with "
+            f"`algos train --resume {path}`, or start another run from it with "
+            f"`--set model.init={path}`"
+        )
     if not path.is_file():
         raise FileNotFoundError(f"recipe {path} not found (recipes live in recipes/<env>/)")
     try:

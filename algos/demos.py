@@ -211,7 +211,7 @@ def make_demos(
         experts = [scripted_expert(env, name.strip()) for name in cfg.sft.expert.split(",")]
     except ValueError as err:
         venv.close()
-        raise ValueError(f"sft: {cfg.env.id}: {err} (sft.expert={cfg.sft.expert!r})") from None
+        raise ValueError(f"sft.expert={cfg.sft.expert!r}: {err}") from None
     fmt = cfg.env.action_format
     tools = env.get_wrapper_attr("tools") if fmt == "tool_call" else ()
     eos = tokenizer.eos_token_id

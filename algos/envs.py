@@ -119,15 +119,16 @@ def make_envs(
     )
 
 
-def check_envs(cfg: Config) -> None:
+def check_envs(cfg: Config, *, experts: str | None = None) -> None:
     """Build one training env and one evaluation env in this process and reset them.
 
     Run before any model is loaded, so that an unknown id, a wrong keyword or a missing data
-    file is one line at once, not a worker traceback minutes into a run.
+    file is one line at once, not a worker traceback minutes into a run. ``experts`` (the
+    comma-separated ``sft.expert``) must name scripted experts of the training env.
 
     Raises:
-        ValueError: The id is unknown, or the env rejects its keywords or data (the message
-            says which of training or evaluation).
+        ValueError: The id is unknown, the env rejects its keywords or data (the message
+            says which of training or evaluation), or it has no such scripted expert.
     """
     import gymnasium as gym
 
@@ -148,8 +149,26 @@ def check_envs(cfg: Config) -> None:
             env.reset(seed=cfg.env.seed)
         except (ValueError, FileNotFoundError, OSError) as exc:
             raise ValueError(f"{where}={kwargs!r}: {env_id}: {exc}") from None
+        else:
+            if experts is not None and where == "env.kwargs":
+                check_experts(env, experts)
         finally:
             env.close()
+
+
+def check_experts(env: Any, experts: str) -> None:
+    """Refuse an ``sft.expert`` that names no scripted expert of ``env``; list the ones it has.
+
+    Raises:
+        ValueError: One of the comma-separated names is not a scripted expert of ``env``.
+    """
+    from agent_gym.agents import scripted_expert
+
+    for name in experts.split(","):
+        try:
+            scripted_expert(env, name.strip())
+        except ValueError as err:
+            raise ValueError(f"sft.expert={experts!r}: {err}") from None
 
 
 def iteration_seeds(cfg: Config, iteration: int) -> tuple[list[int], list[int]]:

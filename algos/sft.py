@@ -132,7 +132,7 @@ def mean_nll(model: Any, demos: list[Demo], pad_id: int, device: Any, micro: int
 
 def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
     """Clone the expert per ``cfg`` into a new run directory (or ``run_dir``); return it."""
-    from algos.checkpoint import pin_init
+    from algos.checkpoint import init_chain, pin_init
     from algos.envs import check_envs
     from algos.runs import new_run_dir
 
@@ -141,7 +141,9 @@ def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
         cfg.model.init = ""
     cfg.model.init = pin_init(cfg.model.init)
     check_split(cfg)
-    check_envs(cfg)
+    check_envs(cfg, experts=cfg.sft.expert)
+    if cfg.model.init:
+        init_chain(Path(cfg.model.init), cfg.model.name)
     if run_dir is None:
         run_dir = new_run_dir(cfg, "sft")
     run_dir = Path(run_dir)

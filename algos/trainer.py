@@ -29,7 +29,7 @@ import torch
 from algos.algorithms import advantages, get_algorithm
 from algos.backends.base import SamplingParams
 from algos.batch import StepBatch
-from algos.checkpoint import pin_init, restore_latest, save_checkpoint
+from algos.checkpoint import init_chain, pin_init, restore_latest, save_checkpoint
 from algos.config import Config, dumps
 from algos.distributed import World, check_world, init_world, launcher_world_size
 from algos.envs import check_envs, iteration_seeds, make_envs
@@ -82,6 +82,8 @@ def build_session(
     if cfg.model.init == "sft":
         build_cfg = copy.deepcopy(cfg)
         build_cfg.model.init = str(Path(run_dir) / "sft")
+    if build_cfg.model.init:  # a wrong model.init is one line before the model loads
+        init_chain(Path(build_cfg.model.init), cfg.model.name)
     models = build_models(build_cfg)
     if line := compute_dtype_line(cfg, models):
         log(line)
@@ -281,7 +283,7 @@ def train(cfg: Config, *, log: Any = print) -> Path:
         from algos.demos import check_split
 
         check_split(cfg)
-        check_envs(cfg)
+        check_envs(cfg, experts=cfg.sft.expert)
         run_dir = new_run_dir(cfg)
         (run_dir / "config.json").write_text(dumps(cfg))
     return _run(cfg, run_dir, log, resume=False)

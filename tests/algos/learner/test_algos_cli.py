@@ -76,6 +76,9 @@ def test_train_plot_and_list(tmp_path):
         "train", str(ROOT / "recipes/test/keypad.toml"), "--set", "algo.nme=x", cwd=tmp_path
     )
     assert bad.returncode == 2 and "valid keys in [algo]" in bad.stderr
+    again = _algos("train", str(run), cwd=tmp_path)  # a run directory where a recipe goes
+    assert again.returncode == 2
+    assert f"continue it with `algos train --resume {run}`" in again.stderr
 
 
 @pytest.mark.parametrize(
@@ -88,6 +91,7 @@ def test_train_plot_and_list(tmp_path):
             "is not a built-in name (smollm2-135m, tiny-random)",
         ),
         ("model.name='/no/such/folder'", "nothing is downloaded at run time"),
+        ("model.init='/no/such/run'", "model.init='/no/such/run': no complete checkpoint there"),
     ],
 )
 def test_bad_env_or_model_is_one_line_and_leaves_no_run_directory(tmp_path, override, message):
@@ -157,3 +161,6 @@ def test_eval_output_in_a_missing_folder_fails_before_playing(tmp_path):
     assert out.returncode == 2
     assert "--trajectories" in out.stderr and "does not exist" in out.stderr
     assert "eval (random)" not in out.stderr  # no episode was played
+    none = _algos("eval", "--env", "keypad_env:AlgosTest-v0", "--policy", "random",
+                  "--episodes", "0", cwd=tmp_path)  # fmt: skip
+    assert none.returncode == 2 and "--episodes 0: play at least 1" in none.stderr

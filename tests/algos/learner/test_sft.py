@@ -51,6 +51,27 @@ def test_an_env_without_the_named_expert_is_one_clear_error():
         load_or_make_demos(cfg, load_tokenizer("tiny-random"), 3, seed=1, progress=False)
 
 
+@pytest.mark.parametrize("command", ["sft", "train"])
+def test_a_wrong_expert_or_starting_run_is_refused_before_the_model_loads(
+    command, tmp_path, monkeypatch
+):
+    import algos.policy
+    from algos.trainer import train
+
+    def no_model(*_):
+        raise AssertionError("the model was loaded before the input was checked")
+
+    monkeypatch.setattr(algos.policy, "build_models", no_model)
+    start = sft if command == "sft" else train
+    pipeline = ["model.init=sft"] if command == "train" else []  # train's SFT stage
+    out = [*SFT, f"run.out_dir='{tmp_path}'"]
+    with pytest.raises(ValueError, match="has no scripted expert 'nope' .it has: expert_action"):
+        start(load_config(None, [*out, *pipeline, "sft.expert='expert_action,nope'"]))
+    with pytest.raises(FileNotFoundError, match="/x': no complete checkpoint there"):
+        start(load_config(None, [*out, f"model.init='{tmp_path}/x'"]))
+    assert not list(tmp_path.iterdir())  # and no run directory was made
+
+
 def test_editing_a_prompt_template_invalidates_the_cached_demonstrations(monkeypatch):
     from agent_gym.core import PromptTemplates
     from agent_gym.wrappers import chat_prompt

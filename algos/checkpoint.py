@@ -220,6 +220,15 @@ def latest_checkpoint(run_dir: Path) -> Path | None:
     return done[0] if done else None
 
 
+def done_iterations(run_dir: Path) -> int:
+    """The iteration of the run's newest complete checkpoint (0 when none is written).
+
+    Reads only JSON: cheap enough to check a resume's arguments before any model loads.
+    """
+    path = latest_checkpoint(run_dir)
+    return int(_meta(path)["iteration"]) if path is not None else 0
+
+
 def load_checkpoint(path: Path, learner: Any) -> tuple[int, dict[str, torch.Tensor]]:
     """Load a checkpoint into ``learner`` and the global RNGs.
 

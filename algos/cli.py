@@ -84,7 +84,16 @@ def _compare(args: argparse.Namespace) -> int:
 def _eval(args: argparse.Namespace) -> int:
     from agent_gym.episode import summarize
     from algos.config import load_config
-    from algos.eval import is_reference_agent, open_policy, play, play_agent, table, with_env
+    from algos.envs import check_envs
+    from algos.eval import (
+        check_policy,
+        is_reference_agent,
+        open_policy,
+        play,
+        play_agent,
+        table,
+        with_env,
+    )
 
     cfg = with_env(load_config(args.recipe, args.set or []), args.env, args.split)
     policies = [p for spec in args.policy for p in spec.split(",") if p]
@@ -95,6 +104,11 @@ def _eval(args: argparse.Namespace) -> int:
     for flag, path in (("--json", args.json), ("--trajectories", args.trajectories)):
         if path and not Path(path).parent.is_dir():  # say so now, not after every episode
             raise ValueError(f"{flag} {path}: its folder {Path(path).parent} does not exist")
+        if path and Path(path).is_dir():
+            raise ValueError(f"{flag} {path}: is a folder; give a file name in it")
+    for spec in policies:  # the last policy's typo before the first one plays
+        check_policy(spec)
+    check_envs(cfg, training=False)  # an unknown --split is one line, not a traceback
     out = open(args.trajectories, "w", encoding="utf-8") if args.trajectories else nullcontext()
     rows, results = [], {}
     with out as trajectories:

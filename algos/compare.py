@@ -56,13 +56,42 @@ def compare(
     init: str | None = None,
     log: Any = print,
 ) -> Path:
-    """Train every (algorithm, seed) and write the comparison; return ``out_dir``."""
+    """Train every (algorithm, seed) and write the comparison; return ``out_dir``.
+
+    Raises:
+        ValueError: An algorithm or seed is given twice, an algorithm is unknown, or the
+            recipe and overrides do not load; checked for every run before any trains and
+            before ``out_dir`` is created.
+        FileNotFoundError: The recipe, or the starting run's checkpoint, does not exist.
+    """
+    from algos.algorithms import ALGORITHMS
+    from algos.checkpoint import init_chain
     from algos.sft import finished, sft
     from algos.trainer import resume, train
 
+    for flag, values in (("--algos", algos), ("--seeds", seeds)):
+        twice = sorted({str(v) for v in values if values.count(v) > 1})
+        if twice:
+            raise ValueError(
+                f"{flag} {' '.join(map(str, values))}: {', '.join(twice)} given twice "
+                "(each would be one more copy of the same run)"
+            )
+    unknown = [a for a in algos if a not in ALGORITHMS]
+    if unknown:
+        raise ValueError(
+            f"--algos {' '.join(algos)}: unknown algorithm {unknown[0]!r}; valid: "
+            f"{', '.join(ALGORITHMS)}"
+        )
     out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
     base = load_config(recipe, list(overrides))
+    for algo in algos:  # every run's config loads before the first one trains
+        for seed in seeds:
+            cfg = load_config(recipe, _run_sets(overrides, algo, seed, out_dir, init))
+            _check_same_settings(out_dir / f"{algo}-seed{seed}", cfg)
+    start = base.model.init if init is None else init
+    if start not in ("", "sft"):  # a wrong starting run is one line, not an empty --out
+        init_chain(Path(start), base.model.name)
+    out_dir.mkdir(parents=True, exist_ok=True)
     if init is None and base.model.init == "sft":
         stage = out_dir / "sft"
         if not finished(stage):
@@ -75,9 +104,7 @@ def compare(
         for seed in seeds:
             name = f"{algo}-seed{seed}"
             run_dir = out_dir / name
-            sets = [*overrides, f"algo={algo}", f"run.seed={seed}", f"run.out_dir='{out_dir}'",
-                    f"run.name='{name}'", f"model.init='{init or ''}'"]  # fmt: skip
-            cfg = load_config(recipe, sets)
+            cfg = load_config(recipe, _run_sets(overrides, algo, seed, out_dir, init))
             log(f"compare: {name} ({cfg.run.iterations} iterations)")
             if (run_dir / "checkpoints").is_dir():
                 resume(run_dir, log=log)
@@ -98,6 +125,49 @@ def compare(
     plot(result, out_dir / "comparison.png")
     log(markdown(result))
     return out_dir
+
+
+def _run_sets(
+    overrides: list[str], algo: str, seed: int, out_dir: Path, init: str | None
+) -> list[str]:
+    """The ``--set`` overrides of the comparison's run of ``algo`` with ``seed``."""
+    return [*overrides, f"algo={algo}", f"run.seed={seed}", f"run.out_dir='{out_dir}'",
+            f"run.name='{algo}-seed{seed}'", f"model.init='{init or ''}'"]  # fmt: skip
+
+
+def _check_same_settings(run_dir: Path, cfg: Any) -> None:
+    """Refuse to continue a run of an earlier comparison that ``cfg`` would not reproduce.
+
+    A run that exists is resumed with its own ``config.json``: a comparison in the same
+    ``--out`` with another recipe or other overrides would mix two settings in one table.
+    ``model.init`` is left out (a run records the checkpoint it started from).
+
+    Raises:
+        ValueError: The run's config differs from ``cfg``; the message names the keys.
+    """
+    from algos.runs import run_config
+
+    if not (run_dir / "config.json").is_file():
+        return
+    old, new = run_config(run_dir).to_dict(), cfg.to_dict()
+    keys = [
+        f"{sec}.{key}"
+        for sec, values in new.items()
+        if isinstance(values, dict)
+        for key, value in values.items()
+        if (sec, key) != ("model", "init") and old[sec][key] != value
+    ]
+    if keys:
+        raise ValueError(
+            f"--out {run_dir.parent}: {run_dir.name} was trained with other settings "
+            f"({', '.join(f'{k} {_get(old, k)!r} here, {_get(new, k)!r} now' for k in keys[:3])}"
+            f"{', ...' if len(keys) > 3 else ''}); compare in another --out folder"
+        )
+
+
+def _get(data: dict[str, Any], key: str) -> Any:
+    sec, name = key.split(".", 1)
+    return data[sec][name]
 
 
 def _run_figures(run_dir: Path) -> dict[str, Any]:

@@ -18,8 +18,9 @@ defaults (GSPO's clip range, say) are applied first in that layer, so they repla
 layers set for those keys, and anything set in the same or a later layer still wins.
 
 Every value is checked when it is applied: unknown sections and keys, wrong types, values
-outside a field's choices (``Literal`` fields, registry names) or range are a ``ValueError``
-naming the key, the value and what is allowed, before any model or env is built.
+outside a field's choices (``Literal`` fields, registry names) or range, ``nan`` and ``inf``
+are a ``ValueError`` naming the key, the value and what is allowed, before any model or env
+is built.
 ``--set`` values are parsed as TOML values, else kept as strings; ``--set model=NAME``,
 ``--set algo=NAME``, ``--set env=ID`` are short for the section's ``name``/``id`` field.
 """
@@ -27,6 +28,7 @@ naming the key, the value and what is allowed, before any model or env is built.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import typing
@@ -172,6 +174,8 @@ def _coerce(value: Any, hint: Any, where: str) -> Any:
 def _check_value(sec: str, key: str, value: Any, where: str) -> None:
     """Checks that need more than the type: registry names, devices, prompts, loggers."""
     full = f"{sec}.{key}"
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f"{where} = {value!r}: give a finite number")
     if isinstance(value, (int, float)) and not isinstance(value, bool):
         _check_bounds(where, full, value)
     if full == "algo.name":
@@ -386,9 +390,16 @@ def check_config(cfg: Config) -> None:
         )
 
 
-def config_from_dict(data: dict[str, Any]) -> Config:
-    """Rebuild a :class:`Config` from :meth:`Config.to_dict` output (resume)."""
-    cfg = apply(Config(), data, source="resolved config")
+def config_from_dict(data: dict[str, Any], *, source: str = "resolved config") -> Config:
+    """Rebuild a :class:`Config` from :meth:`Config.to_dict` output (resume).
+
+    Raises:
+        ValueError: ``data`` is not a table of sections, or :func:`apply` refuses it; the
+            message starts with ``source``.
+    """
+    if not isinstance(data, dict):
+        raise ValueError(f"{source}: not a config (a JSON object of sections), got {data!r:.60}")
+    cfg = apply(Config(), data, source=source)
     check_config(cfg)
     return cfg
 

@@ -119,12 +119,14 @@ def make_envs(
     )
 
 
-def check_envs(cfg: Config, *, experts: str | None = None) -> None:
+def check_envs(cfg: Config, *, experts: str | None = None, training: bool = True) -> None:
     """Build one training env and one evaluation env in this process and reset them.
 
     Run before any model is loaded, so that an unknown id, a wrong keyword or a missing data
     file is one line at once, not a worker traceback minutes into a run. ``experts`` (the
     comma-separated ``sft.expert``) must name scripted experts of the training env.
+    ``training=False`` checks the evaluation env alone (``algos eval``), even where
+    ``run.eval_episodes`` is 0.
 
     Raises:
         ValueError: The id is unknown, the env rejects its keywords or data (the message
@@ -133,8 +135,8 @@ def check_envs(cfg: Config, *, experts: str | None = None) -> None:
     import gymnasium as gym
 
     env_id = resolve_env(cfg.env.id)
-    settings = [("env.kwargs", env_kwargs(cfg))]
-    if cfg.run.eval_episodes:
+    settings = [("env.kwargs", env_kwargs(cfg))] if training else []
+    if cfg.run.eval_episodes or not training:
         settings.append(("env.eval_kwargs", env_kwargs(cfg, evaluation=True)))
     for where, kwargs in settings:
         try:

@@ -142,6 +142,32 @@ def is_reference_agent(spec: str) -> bool:
     return spec in REFERENCE_AGENTS or spec.startswith("expert:")
 
 
+def check_policy(spec: str) -> None:
+    """Refuse a policy spec that :func:`open_policy` or :func:`play_agent` would refuse.
+
+    Reads only names and JSON files, so a table of policies fails on its last one before the
+    first one plays.
+
+    Raises:
+        ValueError: An unknown spec, or a run that trained another model than it names.
+        FileNotFoundError: ``run:`` names a folder without a run's config or checkpoint.
+    """
+    from algos.checkpoint import init_chain, split_checkpoint_path
+
+    kind, sep, target = spec.partition(":")
+    if is_reference_agent(spec) or (sep and kind in ("hf", "vllm", "openai")):
+        return
+    if not sep and Path(spec).is_dir():
+        kind, target = "run", spec
+    if kind != "run":
+        raise ValueError(
+            f"unknown policy {spec!r}; use random, expert, expert:METHOD, hf:MODEL, "
+            "run:RUN_DIR, vllm:MODEL or openai:URL"
+        )
+    run = run_config(split_checkpoint_path(Path(target))[0])
+    init_chain(Path(target), run.model.name)
+
+
 def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> Any:
     """The backend a policy spec names (see the module docstring).
 

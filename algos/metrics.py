@@ -104,16 +104,29 @@ class MetricsLogger:
 
 
 def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:
-    """``(line, record)`` of a JSONL file, tolerating a torn last line (a run killed mid-write)."""
-    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    """``(line, record)`` of a JSONL file, tolerating a torn last line (a run killed mid-write).
+
+    Raises:
+        ValueError: The file is not UTF-8 text, or a line before the last is not a JSON
+            object; the message names the file (and the line).
+    """
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path}: not a JSON-lines text file ({exc})") from None
+    lines = [line for line in text.splitlines() if line.strip()]
     out = []
     for k, line in enumerate(lines):
         try:
-            out.append((line, json.loads(line)))
+            record = json.loads(line)
+            problem = "" if isinstance(record, dict) else "is not a JSON object"
         except ValueError:
+            problem = "is not valid JSON"
+        if problem:
             if k == len(lines) - 1:
                 break  # the write that was interrupted: drop it
-            raise ValueError(f"{path}: line {k + 1} is not valid JSON") from None
+            raise ValueError(f"{path}: line {k + 1} {problem}")
+        out.append((line, record))
     return out
 
 

@@ -53,7 +53,7 @@ def run_config(run_dir: Path) -> Config:
         data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ValueError(f"{path}: not valid JSON ({exc})") from None
-    return config_from_dict(data)
+    return config_from_dict(data, source=str(path))
 
 
 def read_json(path: Path) -> dict[str, Any]:

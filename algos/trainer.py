@@ -292,6 +292,9 @@ def train(cfg: Config, *, log: Any = print) -> Path:
 def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = print) -> Path:
     """Continue the run in ``run_dir`` after its newest loadable checkpoint.
 
+    A run killed before it wrote its first checkpoint starts over from iteration 1 (the same
+    config and seeds, so the same run); one whose checkpoints are all damaged is an error.
+
     Args:
         run_dir: A run directory (its ``config.json`` is the config).
         iterations: Raise the run's total iteration count (None = as configured).
@@ -299,19 +302,32 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
 
     Raises:
         FileNotFoundError: Not a run directory, or no loadable checkpoint in it.
+        ValueError: Its ``config.json`` is damaged, or ``iterations`` is negative or fewer
+            than the iterations the run has done (checked before any model loads).
     """
+    from algos.checkpoint import done_iterations
+    from algos.config import apply
     from algos.distributed import launcher_rank
 
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
     check_world(cfg, launcher_world_size())
     if iterations is not None:
-        cfg.run.iterations = iterations
+        done = done_iterations(run_dir)
+        if iterations < done:
+            raise ValueError(
+                f"--iterations {iterations}: {run_dir} has done {done} iterations already "
+                f"(give {done} or more)"
+            )
+        apply(cfg, {"run": {"iterations": iterations}}, source=f"--iterations {iterations}")
         if launcher_rank() == 0:  # the other ranks may be reading it
             from agent_gym.paths import atomic_write_text
 
             atomic_write_text(run_dir / "config.json", dumps(cfg))
-    return _run(cfg, run_dir, log, resume=True)
+    started = any((run_dir / "checkpoints").glob("iter_*"))
+    if not started and cfg.model.init != "sft":  # the pipeline finds its own stage (_run)
+        log(f"{run_dir}: killed before its first checkpoint; starting it over from iteration 1")
+    return _run(cfg, run_dir, log, resume=started)
 
 
 def _sft_stage(cfg: Config, run_dir: Path, log: Any) -> None:

@@ -164,3 +164,18 @@ def test_eval_output_in_a_missing_folder_fails_before_playing(tmp_path):
     none = _algos("eval", "--env", "keypad_env:AlgosTest-v0", "--policy", "random",
                   "--episodes", "0", cwd=tmp_path)  # fmt: skip
     assert none.returncode == 2 and "--episodes 0: play at least 1" in none.stderr
+
+
+def test_eval_checks_every_policy_the_split_and_the_outputs_before_playing(tmp_path):
+    env = ("eval", "--env", "keypad_env:AlgosTest/Keypad-v0", "--episodes", "1")
+    for args, message in (
+        (("--policy", "random,rnadom"), "unknown policy 'rnadom'"),
+        (("--policy", "random", "--policy", f"run:{tmp_path}"), "is not a run directory"),
+        (("--policy", "random", "--json", str(tmp_path)), f"--json {tmp_path}: is a folder"),
+        (("--policy", "random", "--trajectories", str(tmp_path)), "--trajectories"),
+        (("--policy", "random", "--split", "nope"), "env.eval_kwargs={'split': 'nope'}"),
+    ):
+        out = _algos(*env, *args, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr[-2000:]
+        assert message in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+        assert "eval (random)" not in out.stderr  # no episode was played

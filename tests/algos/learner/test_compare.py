@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from conftest import KEYPAD
 
 from algos.compare import compare
+from algos.config import dumps, load_config
 from algos.metrics import read_metrics
 
 
@@ -54,3 +56,33 @@ def test_more_seeds_later_keep_the_finished_runs(tmp_path):
     assert [s["run"] for s in result["grpo"]["seeds"]] == [str(first), str(out / "grpo-seed1")]
     evals = [json.loads((out / f"grpo-seed{k}" / "eval.json").read_text()) for k in (0, 1)]
     assert evals[1]["before"] == evals[0]["before"]  # the start, evaluated once
+
+
+@pytest.mark.parametrize(
+    ("algos", "seeds", "extra", "error", "message"),
+    [
+        (["grpo", "grpoo"], [0], [], ValueError, "--algos grpo grpoo: unknown algorithm 'grpoo'"),
+        (["grpo"], [0, 1, 0], [], ValueError, "--seeds 0 1 0: 0 given twice"),
+        (["grpo", "grpo"], [0], [], ValueError, "--algos grpo grpo: grpo given twice"),
+        (["grpo"], [0], ["model.init='/no/such/run'"], FileNotFoundError, "no complete checkpoint"),
+    ],
+)
+def test_a_bad_comparison_fails_before_any_run_or_folder(tmp_path, algos, seeds, extra, error,
+                                                         message):  # fmt: skip
+    out = tmp_path / "cmp"
+    with pytest.raises(error, match=message.replace("(", r"\(")):
+        compare(None, algos, seeds, out_dir=out, overrides=[*KEYPAD, *extra], log=lambda *_: None)
+    assert not out.exists()
+
+
+def test_an_out_folder_of_another_comparison_is_refused(tmp_path):
+    """A run there is resumed with its own config: other settings now would mix two tables."""
+    out = tmp_path / "cmp"
+    sets = [*KEYPAD, "run.iterations=1", f"run.out_dir='{out}'", "run.name='grpo-seed0'"]
+    (out / "grpo-seed0").mkdir(parents=True)
+    (out / "grpo-seed0" / "config.json").write_text(dumps(load_config(None, [*sets, "algo=grpo"])))
+    with pytest.raises(ValueError, match="grpo-seed0 was trained with other settings "
+                       r"\(run.iterations 1 here, 3 now\)"):  # fmt: skip
+        compare(None, ["grpo"], [0], out_dir=out, overrides=[*KEYPAD, "run.iterations=3"],
+                log=lambda *_: None)  # fmt: skip
+    assert sorted(p.name for p in out.iterdir()) == ["grpo-seed0"]  # nothing trained or written

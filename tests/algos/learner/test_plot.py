@@ -67,3 +67,13 @@ def test_the_success_legend_says_where_the_held_out_games_come_from(tmp_path, mo
 
     held = [t for t in legends["success.png"] if t.startswith("held-out games (")]
     assert held == ["held-out games (n=64, generated:keypad), 95% interval"]
+
+
+def test_a_metrics_file_that_is_not_json_lines_names_the_file(tmp_path):
+    path = tmp_path / "metrics.jsonl"
+    path.write_text('[1, 2]\n{"iteration": 1}\n')
+    with pytest.raises(ValueError, match="metrics.jsonl: line 1 is not a JSON object"):
+        plot_run(tmp_path)
+    path.write_bytes(b"\xff\xfe garbage\n")
+    with pytest.raises(ValueError, match="metrics.jsonl: not a JSON-lines text file"):
+        plot_run(tmp_path)

@@ -70,6 +70,36 @@ def test_resuming_a_finished_run_says_so(keypad_overrides):
     assert [r["iteration"] for r in read_metrics(run)] == [1]
 
 
+def test_resume_refuses_fewer_iterations_and_a_config_that_is_not_one(keypad_overrides):
+    """Bad resume arguments are one error before the model loads; config.json stays as it was."""
+    run = train(_cfg(keypad_overrides, "short", 2), **QUIET)
+    config = (run / "config.json").read_text()
+    for fewer in (1, -1):
+        with pytest.raises(ValueError, match=f"--iterations {fewer}: .* has done 2 iterations"):
+            resume(run, iterations=fewer, **QUIET)
+    assert (run / "config.json").read_text() == config  # not rewritten with a bad count
+    (run / "config.json").write_text("[1, 2]")
+    with pytest.raises(ValueError, match=r"config.json: not a config \(a JSON object"):
+        resume(run, **QUIET)
+
+
+def test_a_run_killed_before_its_first_checkpoint_starts_over(keypad_overrides, tmp_path):
+    """Killed in iteration 1 (config.json and a torn metrics line, no checkpoint): resume runs it."""
+    full = train(_cfg(keypad_overrides, "whole", 1), **QUIET)
+    killed = tmp_path / "killed"
+    killed.mkdir()
+    (killed / "config.json").write_text((full / "config.json").read_text())
+    (killed / "metrics.jsonl").write_text('{"iteration": 1, "rollout/succ')
+    lines = []
+    resume(killed, log=lines.append)
+    assert any("starting it over from iteration 1" in str(line) for line in lines)
+    a, b = read_metrics(full), read_metrics(killed)
+    assert [r["iteration"] for r in b] == [1]
+    assert a[0]["rollout/success_rate"] == b[0]["rollout/success_rate"]  # the same run
+    wa, wb = _weights(full), _weights(killed)
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
 def test_a_crafted_pickle_fails_closed(keypad_overrides, tmp_path):
     run = train(_cfg(keypad_overrides, "evil", 1), **QUIET)
     marker = tmp_path / "pwned"

@@ -15,6 +15,7 @@ info keys the env does not report are simply absent from the prompt.
 from __future__ import annotations
 
 import json
+import re
 from collections import deque
 from typing import Any
 
@@ -45,6 +46,10 @@ To call a function, write a JSON object with its name and arguments inside <tool
 </tool_call>"""
 
 _FORMATS = ("tag", "tool_call", "plain")
+
+#: Lone surrogates: legal in a Python ``str`` (a tool call's JSON ``"\ud800"`` escape decodes to
+#: one) but not encodable as UTF-8, so a tokenizer refuses a prompt that holds one.
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: A short prompt for any env that lists admissible actions: the task, the newest observation,
 #: the history and the commands, the commands last so that a small model copies one of them.
@@ -233,9 +238,11 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         system = self._system.render(context)
         if self.action_format == "tool_call" and self.tools_in_system and self.tool_schemas:
             system = f"{system}\n\n{tools_block(self.tool_schemas)}"
+        # The history shows the model's own commands, which may hold lone surrogates: they
+        # become U+FFFD, so the messages always encode as UTF-8.
         return [
-            {"role": "system", "content": system},
-            {"role": "user", "content": self._user.render(context)},
+            {"role": "system", "content": _SURROGATE.sub("\ufffd", system)},
+            {"role": "user", "content": _SURROGATE.sub("\ufffd", self._user.render(context))},
         ]
 
 

@@ -204,7 +204,9 @@ class ALFWorldEnv(TextEnv):
         if self._record is None:
             raise RuntimeError("call reset() before step()")
         command = action.strip()  # as TextWorld does
-        valid = command in self._admissible
+        # Once the task is solved the episode is over: no command is admissible any more (the
+        # game would play on and could be won, and rewarded, again).
+        valid = not self._won and command in self._admissible
         was_won = self._won
         if valid:
             obs, self._admissible, self._won = self._engine.step(command)
@@ -399,7 +401,7 @@ class ALFWorldEnv(TextEnv):
             "task_id": _encodable(self._record.task_id),
             "task_type": self._record.task_type,
             "anchor_obs": self._anchor,
-            "admissible_actions": [_encodable(a) for a in self._admissible],
+            "admissible_actions": [] if self._won else [_encodable(a) for a in self._admissible],
             "won": self._won,
             "score": 1.0 if self._won else 0.0,
             "data_source": self._record.data_source,

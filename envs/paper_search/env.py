@@ -303,7 +303,7 @@ class PaperSearchEnv(TextEnv):
         obs = self._fit(state + "\n\n### Last Step\n" + "\n".join(feedback))
         self._last_obs = obs
         info = self._info(state, valid=valid, calls=calls, skipped=parsed.skipped)
-        return obs, round(reward, 6), terminated, False, info
+        return obs, float(round(reward, 6)), terminated, False, info
 
     # ----------------------------------------------------------------- views
     def _fit(self, text: str) -> str:

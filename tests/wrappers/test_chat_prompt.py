@@ -130,6 +130,19 @@ def test_action_format_follows_the_parser_and_must_match_it() -> None:
         ChatPrompt(GenericTextEnv(), history_length=-1)
 
 
+def test_lone_surrogates_from_a_tool_call_become_replacement_characters() -> None:
+    # The JSON escape decodes to a lone surrogate in the command, which the history shows; a
+    # tokenizer refuses a prompt that holds one (it does not encode as UTF-8).
+    env = make(format="tool_call", templates=PLAIN)
+    env.reset(options={"task_id": "count-to-3"})
+    call = '<tool_call>{"name": "add", "arguments": {"amount": "\\ud800"}}</tool_call>'
+    messages, *_, info = env.step(call)
+    assert info["parsed_action"] == "add \ud800"
+    assert "->add \ufffd)" in user(messages)
+    for message in messages:
+        message["content"].encode("utf-8")
+
+
 def test_without_parse_action_history_shows_the_raw_action() -> None:
     env = ChatPrompt(GenericTextEnv(), templates=PLAIN)
     env.reset(seed=0)

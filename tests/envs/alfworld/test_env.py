@@ -101,6 +101,22 @@ def test_win_gives_reward_one_once_and_terminates(env: ALFWorldEnv) -> None:
     assert all(r == (0.0, False, False) for r in rewards[:-1])
 
 
+def test_after_the_win_the_episode_is_over(env: ALFWorldEnv) -> None:
+    # The game itself plays on: taking the object back and putting it down again used to
+    # un-win the episode (terminated False) and pay the win's reward again.
+    env.reset(options={"task_id": env.games.record(0).task_id})
+    while (action := env.expert_action()) is not None:
+        last = action
+        *_, info = env.step(action)
+    assert info["won"] and info["admissible_actions"] == []
+    obj, recep = last.removeprefix("move ").split(" to ")  # pick_and_place_simple's last step
+    for command in [f"take {obj} from {recep}", last, "look"]:
+        obs, reward, terminated, truncated, after = env.step(command)
+        assert (obs, reward, terminated, truncated) == ("Nothing happens.", 0.0, True, False)
+        assert after["is_action_valid"] is False and after["won"] is True
+        assert after["anchor_obs"] == info["anchor_obs"] and after["admissible_actions"] == []
+
+
 def test_task_planner_expert_after_leaving_the_walkthrough(env: ALFWorldEnv) -> None:
     obs, info = env.reset(options={"task_id": env.games.record(0).task_id})
     assert env.expert_source == "walkthrough"

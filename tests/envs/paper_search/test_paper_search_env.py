@@ -100,6 +100,15 @@ def test_invalid_action_can_be_a_no_op_instead() -> None:
     assert not term and not info["is_action_valid"] and info["pool_size"] == 0
 
 
+@pytest.mark.parametrize("end_on_invalid", [True, False])
+def test_reward_is_a_float_on_a_step_without_calls(end_on_invalid: bool) -> None:
+    # No call ran, so the rewards summed to the int 0; the reward is always a float.
+    env = make(end_on_invalid=end_on_invalid)
+    for action in ["", "hello"]:
+        _, r, *_ = env.step(action)
+        assert type(r) is float and r == 0.0, repr(r)
+
+
 def test_mixed_lines_run_the_valid_calls() -> None:
     env = make(accounting="paperscout")
     _, r, term, _, info = env.step("hello\nsearch[sparse transformers]\n" + "search[x]\n" * 6)

@@ -301,7 +301,7 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
         log: Where progress lines go.
 
     Raises:
-        FileNotFoundError: Not a run directory, or no loadable checkpoint in it.
+        FileNotFoundError: Not a run directory, or every checkpoint in it is damaged.
         ValueError: Its ``config.json`` is damaged, or ``iterations`` is negative or fewer
             than the iterations the run has done (checked before any model loads).
     """

@@ -267,7 +267,7 @@ def create_app(
     async def limit_body(request: Request, call_next: Any) -> Any:
         # OpenEnv's own /step reads any body; refuse oversized ones before they are read.
         length = request.headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > server.max_body_bytes:
+        if length is not None and length.isdecimal() and int(length) > server.max_body_bytes:
             return JSONResponse(
                 {"detail": _too_large(int(length), server.max_body_bytes)}, status_code=413
             )

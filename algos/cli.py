@@ -167,10 +167,13 @@ def _list(args: argparse.Namespace) -> int:
 
 
 def _plot(args: argparse.Namespace) -> int:
+    from algos.metrics import read_metrics
     from algos.plot import plot_run
 
     for path in plot_run(args.run_dir):
         print(path)
+    if not read_metrics(args.run_dir):  # a run still in its first iteration, say
+        print(f"note: {args.run_dir} has no finished iteration yet; the curves are empty")
     return 0
 
 

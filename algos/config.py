@@ -194,6 +194,8 @@ def _check_value(sec: str, key: str, value: Any, where: str) -> None:
                 f"{where} = {value!r}: unknown {registry.kind}; registered: "
                 f"{', '.join(sorted(registry))}"
             )
+    elif full in ("model.name", "env.id") and not value.strip():
+        raise ValueError(f"{where} = {value!r}: name one (see `algos list`)")
     elif full == "model.device" and not _DEVICE.match(value):
         raise ValueError(f"{where} = {value!r}: use auto, cpu, cuda, cuda:N or mps")
     elif full == "env.prompt" and value not in ("env", "compact") and ":" not in value:

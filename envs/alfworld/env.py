@@ -18,6 +18,7 @@ import random
 from collections.abc import Iterable
 from typing import Any, ClassVar
 
+from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
 from agent_gym.core import ENV_STEP_TOOL, PromptTemplates, TextEnv, ToolSpec
@@ -202,7 +203,7 @@ class ALFWorldEnv(TextEnv):
         """Run one command; text that is not an admissible command changes nothing."""
         action = self._check_action(action)
         if self._record is None:
-            raise RuntimeError("call reset() before step()")
+            raise ResetNeeded("call reset() before step()")
         command = action.strip()  # as TextWorld does
         # Once the task is solved the episode is over: no command is admissible any more (the
         # game would play on and could be won, and rewarded, again).

@@ -101,7 +101,7 @@ def _field(obj: dict, names: tuple[str, ...], where: str, kind: type | tuple, re
     for name in names:
         if name in obj and obj[name] is not None:
             value = obj[name]
-            if kind is int and isinstance(value, str) and value.strip().isdigit():
+            if kind is int and isinstance(value, str) and value.strip().isdecimal():
                 value = int(value)
             if not isinstance(value, kind) or isinstance(value, bool):
                 want = (

@@ -167,7 +167,7 @@ class WebShopEnv(TextEnv):
             split, index = self.split, task_id
         else:
             split, _, number = str(task_id).rpartition("-")
-            if split not in SPLITS or not number.isdigit():
+            if split not in SPLITS or not number.isdecimal():
                 raise ValueError(
                     f"task_id={task_id!r}: expected '<split>-<number>' such as 'test-3', or "
                     "an index into this env's split"

@@ -231,7 +231,7 @@ def _handler(sessions: _Sessions, idle_timeout: float | None) -> type[BaseHTTPRe
             try:
                 if not parts:
                     new_cookie = None if cookie else secrets.token_hex(16)
-                    seed = int(query["seed"]) if query.get("seed", "").isdigit() else None
+                    seed = int(query["seed"]) if query.get("seed", "").isdecimal() else None
                     sid = sessions.new(
                         cookie or new_cookie,
                         seed,

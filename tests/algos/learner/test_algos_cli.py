@@ -70,6 +70,10 @@ def test_train_plot_and_list(tmp_path):
         assert (run / name).exists(), name
     assert "success" in out.stdout
     assert _algos("plot", str(run), cwd=tmp_path).returncode == 0
+    (tmp_path / "early").mkdir()  # a run still in its first iteration
+    (tmp_path / "early" / "metrics.jsonl").write_text("")
+    early = _algos("plot", str(tmp_path / "early"), cwd=tmp_path)
+    assert early.returncode == 0 and "has no finished iteration yet" in early.stdout
     listing = _algos("list", cwd=tmp_path)
     assert "gigpo" in listing.stdout and "AgentR1/ALFWorld-v0" in listing.stdout
     bad = _algos(

@@ -103,6 +103,8 @@ def test_env_prompt_and_matching_reach_the_wrappers():
         ("model.device=gpu0", "model.device = 'gpu0': use auto, cpu, cuda, cuda:N or mps"),
         ("run.loggers=['mlflow']", "unknown logger 'mlflow'; valid: tensorboard, wandb"),
         ("optim.lr=nan", "optim.lr = nan: give a finite number"),
+        ("model.name=''", "model.name = '': name one"),
+        ("env.id=' '", "env.id = ' ': name one"),
         ("rollout.top_p=nan", "rollout.top_p = nan: give a finite number"),
         ("optim.max_grad_norm=inf", "optim.max_grad_norm = inf: give a finite number"),
         ("algo.loss_agg='token-mean' algo=gspo", None),

@@ -101,6 +101,13 @@ def test_win_gives_reward_one_once_and_terminates(env: ALFWorldEnv) -> None:
     assert all(r == (0.0, False, False) for r in rewards[:-1])
 
 
+def test_a_step_before_reset_is_gymnasiums_reset_needed() -> None:
+    fresh = ALFWorldEnv(split="valid_unseen", num_games=1)
+    with pytest.raises(gym.error.ResetNeeded, match="call reset"):  # as every env here raises
+        fresh.step("look")
+    fresh.close()
+
+
 def test_after_the_win_the_episode_is_over(env: ALFWorldEnv) -> None:
     # The game itself plays on: taking the object back and putting it down again used to
     # un-win the episode (terminated False) and pay the win's reward again.

@@ -174,7 +174,7 @@ def test_task_ids_and_seeds(env):
     assert d["task_id"] == "test-7"
     _, e = env.reset(options={"task_id": "train-5"})  # other splits are reachable by id
     assert e["task_id"] == "train-5"
-    for bad in ("test-99999", "holdout-1", "test-x"):
+    for bad in ("test-99999", "holdout-1", "test-x", "test-\u00b2"):  # "²": isdigit() but not int()
         with pytest.raises(ValueError, match="task_id"):
             env.reset(options={"task_id": bad})
 

@@ -11,7 +11,6 @@ cannot serve.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import asdict
 from typing import Any
@@ -27,6 +26,7 @@ except ImportError as exc:  # pragma: no cover - depends on the install
         "serving envs over OpenEnv needs the openenv extra: pip install 'agent-gym[openenv]'"
     ) from exc
 
+from agent_gym.spaces import replace_surrogates
 from agent_gym.wrappers.recording import to_jsonable
 
 #: Default longest action, in characters (the action-space limit of agent-gym's envs).
@@ -85,15 +85,12 @@ def wire_safe(value: Any) -> Any:
     """
     value = to_jsonable(value)
     if isinstance(value, str):
-        return _SURROGATE.sub("\ufffd", value)
+        return replace_surrogates(value)
     if isinstance(value, dict):
-        return {_SURROGATE.sub("\ufffd", k): wire_safe(v) for k, v in value.items()}
+        return {replace_surrogates(k): wire_safe(v) for k, v in value.items()}
     if isinstance(value, list):
         return [wire_safe(v) for v in value]
     return value
-
-
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 def _check_seed(seed: Any) -> int | None:

@@ -8,6 +8,7 @@ length limit while still sampling readable strings.
 
 from __future__ import annotations
 
+import re
 import string
 from typing import Any
 
@@ -16,6 +17,19 @@ from gymnasium import spaces
 
 #: Characters used by :meth:`Text.sample`: printable ASCII without control whitespace.
 SAMPLE_CHARSET = string.ascii_letters + string.digits + string.punctuation + " "
+
+#: Lone surrogates: legal in a Python ``str`` (JSON's ``"\ud800"`` escape decodes to one) but
+#: not encodable as UTF-8, so neither a tokenizer nor a JSON reply takes them.
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(text: str) -> str:
+    """``text`` with each lone surrogate replaced by U+FFFD (the replacement character).
+
+    >>> replace_surrogates("a" + chr(0xD800))
+    'a\ufffd'
+    """
+    return _SURROGATE.sub("\ufffd", text)
 
 
 class Text(spaces.Text):

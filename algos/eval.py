@@ -142,6 +142,25 @@ def is_reference_agent(spec: str) -> bool:
     return spec in REFERENCE_AGENTS or spec.startswith("expert:")
 
 
+def _model_policy(spec: str) -> tuple[str, str]:
+    """``(kind, target)`` of a model policy spec: ``hf``, ``run``, ``vllm`` or ``openai``.
+
+    A bare folder is ``run:FOLDER``.
+
+    Raises:
+        ValueError: An unknown spec.
+    """
+    kind, sep, target = spec.partition(":")
+    if not sep and Path(spec).is_dir():
+        kind, target = "run", spec
+    if kind not in ("hf", "run", "vllm", "openai") or not (sep or kind == "run"):
+        raise ValueError(
+            f"unknown policy {spec!r}; use random, expert, expert:METHOD, hf:MODEL, "
+            "run:RUN_DIR, vllm:MODEL or openai:URL"
+        )
+    return kind, target
+
+
 def check_policy(spec: str) -> None:
     """Refuse a policy spec that :func:`open_policy` or :func:`play_agent` would refuse.
 
@@ -154,18 +173,12 @@ def check_policy(spec: str) -> None:
     """
     from algos.checkpoint import init_chain, split_checkpoint_path
 
-    kind, sep, target = spec.partition(":")
-    if is_reference_agent(spec) or (sep and kind in ("hf", "vllm", "openai")):
+    if is_reference_agent(spec):
         return
-    if not sep and Path(spec).is_dir():
-        kind, target = "run", spec
-    if kind != "run":
-        raise ValueError(
-            f"unknown policy {spec!r}; use random, expert, expert:METHOD, hf:MODEL, "
-            "run:RUN_DIR, vllm:MODEL or openai:URL"
-        )
-    run = run_config(split_checkpoint_path(Path(target))[0])
-    init_chain(Path(target), run.model.name)
+    kind, target = _model_policy(spec)
+    if kind == "run":
+        run = run_config(split_checkpoint_path(Path(target))[0])
+        init_chain(Path(target), run.model.name)
 
 
 def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> Any:
@@ -177,9 +190,7 @@ def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> A
     """
     from algos.backends import make_backend
 
-    kind, sep, target = spec.partition(":")
-    if not sep and Path(spec).is_dir():
-        kind, target = "run", spec
+    kind, target = _model_policy(spec)
     if kind in ("hf", "run"):
         from algos.checkpoint import split_checkpoint_path
         from algos.policy import build_models
@@ -200,12 +211,7 @@ def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> A
         )  # fmt: skip
     if kind == "vllm":
         return make_backend("vllm", model_name=target or cfg.model.name, seed=cfg.run.seed)
-    if kind == "openai":
-        return make_backend("openai", url=target, model_name=served_model or cfg.model.name)
-    raise ValueError(
-        f"unknown policy {spec!r}; use random, expert, expert:METHOD, hf:MODEL, run:RUN_DIR, "
-        "vllm:MODEL or openai:URL"
-    )
+    return make_backend("openai", url=target, model_name=served_model or cfg.model.name)
 
 
 def with_env(cfg: Config, env_id: str | None, split: str | None) -> Config:

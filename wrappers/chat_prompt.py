@@ -15,7 +15,6 @@ info keys the env does not report are simply absent from the prompt.
 from __future__ import annotations
 
 import json
-import re
 from collections import deque
 from typing import Any
 
@@ -23,7 +22,7 @@ import gymnasium as gym
 import jinja2
 
 from agent_gym.core import ENV_STEP_TOOL, GENERIC_SYSTEM, GENERIC_USER, PromptTemplates
-from agent_gym.spaces import Messages
+from agent_gym.spaces import Messages, replace_surrogates
 from agent_gym.wrappers.action_formats import admissible_actions
 from agent_gym.wrappers.parse_action import step_limit
 
@@ -46,10 +45,6 @@ To call a function, write a JSON object with its name and arguments inside <tool
 </tool_call>"""
 
 _FORMATS = ("tag", "tool_call", "plain")
-
-#: Lone surrogates: legal in a Python ``str`` (a tool call's JSON ``"\ud800"`` escape decodes to
-#: one) but not encodable as UTF-8, so a tokenizer refuses a prompt that holds one.
-_SURROGATE = re.compile("[\ud800-\udfff]")
 
 #: A short prompt for any env that lists admissible actions: the task, the newest observation,
 #: the history and the commands, the commands last so that a small model copies one of them.
@@ -241,8 +236,8 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         # The history shows the model's own commands, which may hold lone surrogates: they
         # become U+FFFD, so the messages always encode as UTF-8.
         return [
-            {"role": "system", "content": _SURROGATE.sub("\ufffd", system)},
-            {"role": "user", "content": _SURROGATE.sub("\ufffd", self._user.render(context))},
+            {"role": "system", "content": replace_surrogates(system)},
+            {"role": "user", "content": replace_surrogates(self._user.render(context))},
         ]
 
 

@@ -15,6 +15,7 @@ strings (docs/env_contract.md has the whole contract):
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
@@ -197,15 +198,40 @@ class TextEnv(gym.Env[str, str]):
         self._last_obs: str = ""
         self._closed = False
 
-    @staticmethod
-    def _check_action(action: Any) -> str:
-        """Return ``action`` if it is a ``str``; raise :class:`TypeError` otherwise."""
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
+        """Seed ``np_random`` (Gymnasium's ``reset``) and reopen the env after :meth:`close`.
+
+        Subclasses call it first, then start the episode and return ``(obs, info)``.
+        """
+        self._closed = False
+        return super().reset(seed=seed, options=options)
+
+    def _check_action(self, action: Any) -> str:
+        """Return ``action`` if it is a ``str``; raise :class:`TypeError` otherwise.
+
+        Raises:
+            gymnasium.error.ResetNeeded: The env was closed since its last ``reset``.
+        """
+        if self._closed:
+            raise gym.error.ResetNeeded("the env was closed: call reset() before step()")
         if not isinstance(action, str):
             raise TypeError(
                 f"actions must be str (the agent's command text), got {type(action).__name__}: "
                 f"{action!r:.80}"
             )
         return action
+
+    @staticmethod
+    def _task_id_option(options: Any) -> Any:
+        """``options["task_id"]`` (None when absent); :class:`TypeError` if ``options`` is no dict."""
+        if options is None:
+            return None
+        if not isinstance(options, Mapping):
+            raise TypeError(
+                f"reset(options=...) must be a dict such as {{'task_id': ...}} or None, got "
+                f"{type(options).__name__}: {options!r:.80}"
+            )
+        return options.get("task_id")
 
     def render(self) -> str | None:
         """Return (``"ansi"``) or print (``"human"``) the current observation."""

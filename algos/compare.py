@@ -130,9 +130,14 @@ def compare(
 def _run_sets(
     overrides: list[str], algo: str, seed: int, out_dir: Path, init: str | None
 ) -> list[str]:
-    """The ``--set`` overrides of the comparison's run of ``algo`` with ``seed``."""
-    return [*overrides, f"algo={algo}", f"run.seed={seed}", f"run.out_dir='{out_dir}'",
-            f"run.name='{algo}-seed{seed}'", f"model.init='{init or ''}'"]  # fmt: skip
+    """The ``--set`` overrides of the comparison's run of ``algo`` with ``seed``.
+
+    Paths are written as TOML basic strings (JSON's escapes), so a quote or backslash in
+    ``--out`` or ``--init`` reaches the config as it was typed.
+    """
+    return [*overrides, f"algo={algo}", f"run.seed={seed}",
+            f"run.out_dir={json.dumps(str(out_dir))}", f"run.name='{algo}-seed{seed}'",
+            f"model.init={json.dumps(init or '')}"]  # fmt: skip
 
 
 def _check_same_settings(run_dir: Path, cfg: Any) -> None:

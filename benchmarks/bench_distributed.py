@@ -54,7 +54,7 @@ def _config(out: Path, model: str, strategy: str):
             "run.eval_episodes=0",
             "run.progress=false",
             "run.loggers=[]",
-            f"run.out_dir='{out / 'runs'}'",
+            f"run.out_dir={json.dumps(str(out / 'runs'))}",
             f"run.name='{strategy}-{os.environ.get('RANK', '0')}'",
             f"dist.strategy={strategy}",
         ],

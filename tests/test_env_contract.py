@@ -244,3 +244,24 @@ def test_step_limit_truncates(env_id: str) -> None:
         assert steps <= limit
     assert term != trunc
     env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+@pytest.mark.parametrize("options", ["task_id", ["task_id"], 3])
+def test_options_that_are_no_dict_raise_type_error(env_id: str, options: object) -> None:
+    env = _make(env_id)
+    with pytest.raises(TypeError, match=r"reset\(options=\.\.\.\) must be a dict"):
+        env.reset(seed=0, options=options)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_a_step_after_close_asks_for_reset_and_reset_reopens(env_id: str) -> None:
+    env = _make(env_id).unwrapped  # the step limit's wrapper has its own reset check
+    env.reset(seed=0)
+    env.close()
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("look")
+    env.reset(seed=0)  # a closed env can be reset and played again
+    env.step("look")
+    env.close()

@@ -167,7 +167,7 @@ class ALFWorldEnv(TextEnv):
                 message names the file and what is wrong).
         """
         super().reset(seed=seed)
-        task_id = (options or {}).get("task_id")
+        task_id = self._task_id_option(options)
         if task_id is not None:
             k = self.games.position(str(task_id))
         else:

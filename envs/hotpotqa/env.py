@@ -160,7 +160,7 @@ class HotpotQAEnv(TextEnv):
         """Start an episode on the question picked by ``seed`` or ``options["task_id"]``."""
         super().reset(seed=seed)
         source = self._load()
-        task_id = (options or {}).get("task_id")
+        task_id = self._task_id_option(options)
         if task_id is not None:
             question = source.by_id.get(str(task_id))
             if question is None:

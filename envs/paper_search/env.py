@@ -234,7 +234,7 @@ class PaperSearchEnv(TextEnv):
         super().reset(seed=seed)
         self._load()
         queries = self._corpus.queries[self.split]
-        task_id = (options or {}).get("task_id")
+        task_id = self._task_id_option(options)
         if task_id is not None:
             task_id = str(task_id)
             if task_id not in self._by_id:

@@ -195,8 +195,9 @@ class WebShopEnv(TextEnv):
     ) -> tuple[str, dict[str, Any]]:
         """Start an episode on the search page; the seed (or ``options["task_id"]``) picks the goal."""
         super().reset(seed=seed)
-        if options and options.get("task_id") is not None:
-            self._goal = self._goal_for(options["task_id"])
+        task_id = self._task_id_option(options)
+        if task_id is not None:
+            self._goal = self._goal_for(task_id)
         else:
             goals = self.store.catalogue.split(self.split)
             self._goal = goals[int(self.np_random.integers(len(goals)))]

@@ -86,3 +86,13 @@ def test_an_out_folder_of_another_comparison_is_refused(tmp_path):
         compare(None, ["grpo"], [0], out_dir=out, overrides=[*KEYPAD, "run.iterations=3"],
                 log=lambda *_: None)  # fmt: skip
     assert sorted(p.name for p in out.iterdir()) == ["grpo-seed0"]  # nothing trained or written
+
+
+def test_paths_with_quotes_reach_the_config_as_typed(tmp_path):
+    from algos.compare import _run_sets
+
+    out = tmp_path / 'it\'s "a" dir\\x'
+    init = str(tmp_path / "o'clock")
+    cfg = load_config(None, [*KEYPAD, *_run_sets([], "grpo", 0, out, init)])
+    assert cfg.run.out_dir == str(out) and cfg.model.init == init
+    assert cfg.run.name == "grpo-seed0"

@@ -229,6 +229,7 @@ class ALFWorldEnv(TextEnv):
         if self._engine is not None:
             self._engine.close()
             self._engine = None
+        self._record = None  # no game without its engine, even if a later reset fails
         super().close()
 
     # -- Expert ---------------------------------------------------------------------------------

@@ -108,6 +108,17 @@ def test_a_step_before_reset_is_gymnasiums_reset_needed() -> None:
     fresh.close()
 
 
+def test_a_reset_that_fails_after_close_leaves_no_game_to_step() -> None:
+    env = ALFWorldEnv(split="valid_unseen", num_games=1)
+    env.reset(seed=0)
+    env.close()  # releases the TextWorld engine
+    with pytest.raises(TypeError, match="options"):
+        env.reset(seed=0, options="task_id")
+    with pytest.raises(gym.error.ResetNeeded, match="call reset"):
+        env.step("look")
+    env.close()
+
+
 def test_after_the_win_the_episode_is_over(env: ALFWorldEnv) -> None:
     # The game itself plays on: taking the object back and putting it down again used to
     # un-win the episode (terminated False) and pay the win's reward again.

@@ -137,6 +137,22 @@ GENERIC_USER = """### Task
 Step {{ step + 1 }}{% if max_steps %} of {{ max_steps }}{% endif %}.{% if action_format == 'tag' %} Answer as <think>...</think><action>your action</action>.{% elif action_format == 'tool_call' %} Answer with one <tool_call>.{% endif %}"""
 
 
+def check_reset_options(options: Any) -> Mapping[str, Any]:
+    """``reset``'s ``options`` as a mapping (``{}`` for None).
+
+    Raises:
+        TypeError: ``options`` is neither None nor a dict (the message names it).
+    """
+    if options is None:
+        return {}
+    if not isinstance(options, Mapping):
+        raise TypeError(
+            f"reset(options=...) must be a dict such as {{'task_id': ...}} or None, got "
+            f"{type(options).__name__}: {options!r:.80}"
+        )
+    return options
+
+
 class TextEnv(gym.Env[str, str]):
     """Base class for agent-gym's string-in, string-out environments.
 
@@ -224,14 +240,7 @@ class TextEnv(gym.Env[str, str]):
     @staticmethod
     def _task_id_option(options: Any) -> Any:
         """``options["task_id"]`` (None when absent); :class:`TypeError` if ``options`` is no dict."""
-        if options is None:
-            return None
-        if not isinstance(options, Mapping):
-            raise TypeError(
-                f"reset(options=...) must be a dict such as {{'task_id': ...}} or None, got "
-                f"{type(options).__name__}: {options!r:.80}"
-            )
-        return options.get("task_id")
+        return check_reset_options(options).get("task_id")
 
     def render(self) -> str | None:
         """Return (``"ansi"``) or print (``"human"``) the current observation."""

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 
 import gymnasium as gym
 
-from agent_gym.core import PromptTemplates, ToolSpec
+from agent_gym.core import PromptTemplates, ToolSpec, check_reset_options
 from agent_gym.spaces import Text
 
 
@@ -118,6 +118,7 @@ class OpenEnvTextEnv(gym.Env[str, str]):
             raise ImportError(
                 "agent_gym/OpenEnv-v0 needs the openenv extra: pip install 'agent-gym[openenv]'"
             ) from exc
+        self._client_class = GenericEnvClient
         self.url = url
         self.render_mode = render_mode
         self.action_key = action_key
@@ -133,14 +134,18 @@ class OpenEnvTextEnv(gym.Env[str, str]):
         self.prompt_templates: PromptTemplates | None = (
             PromptTemplates(**templates) if templates else None
         )
-        self._client = GenericEnvClient(
-            base_url=_http_base(url),
-            connect_timeout_s=connect_timeout_s,
-            message_timeout_s=message_timeout_s,
-        ).sync()
+        self._timeouts = {
+            "connect_timeout_s": connect_timeout_s,
+            "message_timeout_s": message_timeout_s,
+        }
+        self._client = self._connect()
         self._last_obs = ""
         self._needs_reset = True
         self._closed = False
+
+    def _connect(self) -> Any:
+        """A new session's client (nothing is sent until the first reset)."""
+        return self._client_class(base_url=_http_base(self.url), **self._timeouts).sync()
 
     def _call(self, what: str, *args: Any, **kwargs: Any) -> Any:
         if self._closed:
@@ -180,8 +185,18 @@ class OpenEnvTextEnv(gym.Env[str, str]):
     def reset(
         self, *, seed: int | None = None, options: dict[str, Any] | None = None
     ) -> tuple[str, dict[str, Any]]:
-        """Reset the remote env (``seed`` and ``options`` are sent as given)."""
+        """Reset the remote env (``seed`` and ``options`` are sent as given).
+
+        After :meth:`close` it opens a new session on the server.
+
+        Raises:
+            TypeError: ``options`` is not a dict (checked here, before any request).
+            RemoteEnvError: The server refused the reset or the connection failed.
+        """
+        check_reset_options(options)
         super().reset(seed=seed)
+        if self._closed:
+            self._client, self._closed = self._connect(), False
         payload: dict[str, Any] = {}
         if seed is not None:
             payload["seed"] = seed
@@ -196,7 +211,7 @@ class OpenEnvTextEnv(gym.Env[str, str]):
 
         Raises:
             TypeError: ``action`` is not a ``str`` (checked here, before any request).
-            gymnasium.error.ResetNeeded: ``step`` before ``reset``.
+            gymnasium.error.ResetNeeded: ``step`` before ``reset`` or after ``close``.
             RemoteEnvError: The server refused the step or the connection failed.
         """
         if not isinstance(action, str):
@@ -218,6 +233,7 @@ class OpenEnvTextEnv(gym.Env[str, str]):
 
     def close(self) -> None:
         """Close the session (the server closes its env); idempotent."""
+        self._needs_reset = True
         if not self._closed:
             self._closed = True
             try:

@@ -237,11 +237,6 @@ class TextEnv(gym.Env[str, str]):
             )
         return action
 
-    @staticmethod
-    def _task_id_option(options: Any) -> Any:
-        """``options["task_id"]`` (None when absent); :class:`TypeError` if ``options`` is no dict."""
-        return check_reset_options(options).get("task_id")
-
     def render(self) -> str | None:
         """Return (``"ansi"``) or print (``"human"``) the current observation."""
         if self.render_mode == "ansi":

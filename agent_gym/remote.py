@@ -148,8 +148,6 @@ class OpenEnvTextEnv(gym.Env[str, str]):
         return self._client_class(base_url=_http_base(self.url), **self._timeouts).sync()
 
     def _call(self, what: str, *args: Any, **kwargs: Any) -> Any:
-        if self._closed:
-            raise RemoteEnvError(f"{what} on a closed env (server {self.url})")
         from websockets.exceptions import WebSocketException
 
         try:

@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
-from agent_gym.core import ENV_STEP_TOOL, PromptTemplates, TextEnv, ToolSpec
+from agent_gym.core import ENV_STEP_TOOL, PromptTemplates, TextEnv, ToolSpec, check_reset_options
 from agent_gym.envs.alfworld import expert
 from agent_gym.envs.alfworld.gamefile import load_error
 from agent_gym.envs.alfworld.games import (
@@ -167,7 +167,7 @@ class ALFWorldEnv(TextEnv):
                 message names the file and what is wrong).
         """
         super().reset(seed=seed)
-        task_id = self._task_id_option(options)
+        task_id = check_reset_options(options).get("task_id")
         if task_id is not None:
             k = self.games.position(str(task_id))
         else:

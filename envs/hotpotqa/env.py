@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from gymnasium.error import ResetNeeded
 
-from agent_gym.core import TextEnv
+from agent_gym.core import TextEnv, check_reset_options
 from agent_gym.envs.hotpotqa.actions import (
     Answer,
     Invalid,
@@ -160,7 +160,7 @@ class HotpotQAEnv(TextEnv):
         """Start an episode on the question picked by ``seed`` or ``options["task_id"]``."""
         super().reset(seed=seed)
         source = self._load()
-        task_id = self._task_id_option(options)
+        task_id = check_reset_options(options).get("task_id")
         if task_id is not None:
             question = source.by_id.get(str(task_id))
             if question is None:

@@ -30,7 +30,7 @@ from typing import Any
 
 from gymnasium.error import ResetNeeded
 
-from agent_gym.core import TextEnv, ToolSpec
+from agent_gym.core import TextEnv, ToolSpec, check_reset_options
 
 from .accounting import ACCOUNTINGS
 from .actions import parse_action
@@ -234,7 +234,7 @@ class PaperSearchEnv(TextEnv):
         super().reset(seed=seed)
         self._load()
         queries = self._corpus.queries[self.split]
-        task_id = self._task_id_option(options)
+        task_id = check_reset_options(options).get("task_id")
         if task_id is not None:
             task_id = str(task_id)
             if task_id not in self._by_id:

@@ -14,7 +14,7 @@ from urllib.parse import quote
 
 import gymnasium as gym
 
-from agent_gym.core import ENV_STEP_TOOL, TextEnv, ToolSpec
+from agent_gym.core import ENV_STEP_TOOL, TextEnv, ToolSpec, check_reset_options
 from agent_gym.envs.webshop import expert, pages
 from agent_gym.envs.webshop.catalog import SPLITS, Goal, Product, check_data_folder
 from agent_gym.envs.webshop.generator import DATA_SOURCE
@@ -195,7 +195,7 @@ class WebShopEnv(TextEnv):
     ) -> tuple[str, dict[str, Any]]:
         """Start an episode on the search page; the seed (or ``options["task_id"]``) picks the goal."""
         super().reset(seed=seed)
-        task_id = self._task_id_option(options)
+        task_id = check_reset_options(options).get("task_id")
         if task_id is not None:
             self._goal = self._goal_for(task_id)
         else:

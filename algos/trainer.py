@@ -293,7 +293,8 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
     """Continue the run in ``run_dir`` after its newest loadable checkpoint.
 
     A run killed before it wrote its first checkpoint starts over from iteration 1 (the same
-    config and seeds, so the same run); one whose checkpoints are all damaged is an error.
+    config and seeds, so the same run); one whose checkpoints are all damaged is an error. A
+    finished run is left as it is, said before any model loads.
 
     Args:
         run_dir: A run directory (its ``config.json`` is the config).
@@ -312,8 +313,8 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
     check_world(cfg, launcher_world_size())
+    done = done_iterations(run_dir)
     if iterations is not None:
-        done = done_iterations(run_dir)
         if iterations < done:
             raise ValueError(
                 f"--iterations {iterations}: {run_dir} has done {done} iterations already "
@@ -324,6 +325,9 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
             from agent_gym.paths import atomic_write_text
 
             atomic_write_text(run_dir / "config.json", dumps(cfg))
+    if _finished(cfg, run_dir, done):  # said before any model loads
+        log(f"{run_dir}: already finished ({done}/{cfg.run.iterations} iterations)")
+        return run_dir
     started = any((run_dir / "checkpoints").glob("iter_*"))
     if not started and cfg.model.init != "sft":  # the pipeline finds its own stage (_run)
         log(f"{run_dir}: killed before its first checkpoint; starting it over from iteration 1")
@@ -355,8 +359,7 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
     main = s.world.is_main  # rank 0 evaluates, logs and writes; the others wait at barriers
     if not main:
         log = _quiet
-    finished = s.done >= cfg.run.iterations
-    if finished and (not cfg.run.eval_episodes or "after" in read_json(s.run_dir / "eval.json")):
+    if _finished(cfg, s.run_dir, s.done):
         log(f"{s.run_dir}: already finished ({s.done}/{cfg.run.iterations} iterations)")
         s.close()
         return _leave(s)
@@ -423,6 +426,13 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
         except ImportError:  # pragma: no cover - matplotlib is in the train extra
             pass
     return run_dir
+
+
+def _finished(cfg: Config, run_dir: Path, done: int) -> bool:
+    """Whether a run that has done ``done`` iterations has nothing left to do."""
+    if done < cfg.run.iterations:
+        return False
+    return not cfg.run.eval_episodes or "after" in read_json(run_dir / "eval.json")
 
 
 def _leave(s: Session) -> Path:

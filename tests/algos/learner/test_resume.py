@@ -62,9 +62,14 @@ def test_checkpoints_hold_only_what_trains(keypad_overrides):
     assert not any(k.startswith("model.embed_tokens") for k in saved)
 
 
-def test_resuming_a_finished_run_says_so(keypad_overrides):
+def test_resuming_a_finished_run_says_so(keypad_overrides, monkeypatch):
     run = train(_cfg(keypad_overrides, "done", 1), **QUIET)
     lines = []
+
+    def no_model(*_):
+        raise AssertionError("a finished run loaded its model")
+
+    monkeypatch.setattr("algos.policy.build_models", no_model)  # it says so before loading
     resume(run, log=lines.append)
     assert any("already finished (1/1 iterations)" in line for line in lines)
     assert [r["iteration"] for r in read_metrics(run)] == [1]

@@ -20,6 +20,7 @@ observation fields become ``info``.
 
 from __future__ import annotations
 
+import functools
 import json
 import urllib.error
 import urllib.request
@@ -118,7 +119,6 @@ class OpenEnvTextEnv(gym.Env[str, str]):
             raise ImportError(
                 "agent_gym/OpenEnv-v0 needs the openenv extra: pip install 'agent-gym[openenv]'"
             ) from exc
-        self._client_class = GenericEnvClient
         self.url = url
         self.render_mode = render_mode
         self.action_key = action_key
@@ -134,18 +134,18 @@ class OpenEnvTextEnv(gym.Env[str, str]):
         self.prompt_templates: PromptTemplates | None = (
             PromptTemplates(**templates) if templates else None
         )
-        self._timeouts = {
-            "connect_timeout_s": connect_timeout_s,
-            "message_timeout_s": message_timeout_s,
-        }
-        self._client = self._connect()
+        # A new session's client (nothing is sent until the first reset); reset after close
+        # opens another.
+        self._new_client = functools.partial(
+            GenericEnvClient,
+            base_url=_http_base(url),
+            connect_timeout_s=connect_timeout_s,
+            message_timeout_s=message_timeout_s,
+        )
+        self._client = self._new_client().sync()
         self._last_obs = ""
         self._needs_reset = True
         self._closed = False
-
-    def _connect(self) -> Any:
-        """A new session's client (nothing is sent until the first reset)."""
-        return self._client_class(base_url=_http_base(self.url), **self._timeouts).sync()
 
     def _call(self, what: str, *args: Any, **kwargs: Any) -> Any:
         from websockets.exceptions import WebSocketException
@@ -194,7 +194,7 @@ class OpenEnvTextEnv(gym.Env[str, str]):
         check_reset_options(options)
         super().reset(seed=seed)
         if self._closed:
-            self._client, self._closed = self._connect(), False
+            self._client, self._closed = self._new_client().sync(), False
         payload: dict[str, Any] = {}
         if seed is not None:
             payload["seed"] = seed

@@ -164,3 +164,51 @@ def test_reserved_layers_grow_past_their_room():
     for k in (5, 1):
         new = [torch.randn(1, 2, k, 4, generator=g) for _ in range(2)]
         assert empty.update(*new, 0)[0].shape == (1, 2, 5 if k == 5 else 6, 4)
+
+
+def test_a_greedy_answer_is_kept_until_the_weights_change(tiny):
+    """A prompt answered greedily before is answered again without a forward (a held-out game
+    whose command did nothing shows the same prompt again), until new weights come."""
+    model, tok = tiny
+    backend, greedy = HFBackend(model, tok), SamplingParams(6, 0.0)
+    prompts = _prompts()
+    first = backend.generate(prompts, greedy)
+    before = backend.prefill_tokens
+    again = backend.generate(prompts[::-1], greedy)
+    assert backend.prefill_tokens == before  # nothing run
+    assert [g.token_ids for g in again] == [g.token_ids for g in first[::-1]]
+    assert [g.logprobs for g in again] == [g.logprobs for g in first[::-1]]
+    again[0].token_ids.append(7)  # each caller holds its own copy
+    assert backend.generate(prompts[-1:], greedy)[0].token_ids == first[-1].token_ids
+    backend.generate(prompts[:1], SamplingParams(6, 1.0))  # sampled calls are drawn anew
+    backend.generate(prompts[:1], SamplingParams(5, 0.0))  # ... and other params answered anew
+    assert backend.prefill_tokens > before
+    backend.sync_weights(model)
+    before = backend.prefill_tokens
+    backend.generate(prompts[:1], greedy)
+    assert backend.prefill_tokens > before
+
+
+def test_greedy_calls_chunk_by_the_part_they_prefill(tiny):
+    """Greedy chunks group prompts by the part no kept prefix covers, so a chunk pads to its
+    longest new part; sampled chunks keep the length order (it decides each row's draws)."""
+    model, tok = tiny
+    g = torch.Generator().manual_seed(5)
+
+    def prompt(first: int, n: int) -> list[int]:
+        return [first, *torch.randint(5, 250, (n - 1,), generator=g).tolist()]
+
+    kept = [prompt(1, 40), prompt(2, 25)]
+    later = [kept[0] + [9], kept[1] + [9], prompt(3, 30), prompt(4, 35)]  # new: 1, 1, 30, 35
+    for params, cells in ((SamplingParams(4, 0.0), 2 + 2 * 35), (SamplingParams(4, 1.0), 130)):
+        backend = HFBackend(model, tok, max_batch_size=2)
+        backend.generate(kept, params)
+        start = backend.prefill_cells
+        backend.generate(later, params)
+        # greedy: [1, 1] then [30, 35]; by length: [26 -> 1, 30] then [35, 41 -> 1]
+        assert backend.prefill_cells - start == cells
+    plain = HFBackend(model, tok, prefix_sharing=False).generate(later, SamplingParams(4, 0.0))
+    backend = HFBackend(model, tok, max_batch_size=2)
+    backend.generate(kept, SamplingParams(4, 0.0))
+    out = backend.generate(later, SamplingParams(4, 0.0))
+    assert [a.token_ids for a in out] == [b.token_ids for b in plain]

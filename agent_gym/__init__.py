@@ -21,7 +21,7 @@ from typing import Any
 import gymnasium as gym
 
 from agent_gym.core import INFO_KEYS, PromptTemplates, TextEnv, ToolSpec
-from agent_gym.registration import ENV_IDS, register_envs
+from agent_gym.registration import ENV_IDS, PASSIVE_CHECKER, register_envs
 from agent_gym.spaces import Text
 
 register_envs()
@@ -30,7 +30,11 @@ register_envs()
 OPENENV_ID = "agent_gym/OpenEnv-v0"
 if OPENENV_ID not in gym.registry:
     # No step limit here: the served env's own TimeLimit truncates, on the server.
-    gym.register(OPENENV_ID, entry_point="agent_gym.remote:OpenEnvTextEnv")
+    gym.register(
+        OPENENV_ID,
+        entry_point="agent_gym.remote:OpenEnvTextEnv",
+        disable_env_checker=not PASSIVE_CHECKER,
+    )
 
 __version__ = "0.1.0"
 

@@ -15,6 +15,7 @@ strings (docs/env_contract.md has the whole contract):
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
@@ -153,12 +154,35 @@ def check_reset_options(options: Any) -> Mapping[str, Any]:
     return options
 
 
+def _starts_episode(reset: Any) -> Any:
+    """``reset`` marking its env as having an episode once it returns, and as not if it raises.
+
+    A subclass's reset calling its parent's (both wrapped) ends unmarked if its own part fails
+    after the parent's returned.
+    """
+
+    @functools.wraps(reset)
+    def wrapper(self: TextEnv, *args: Any, **kwargs: Any) -> Any:
+        self._started = False
+        try:
+            result = reset(self, *args, **kwargs)
+        except BaseException:
+            self._started = False
+            raise
+        self._started = True
+        return result
+
+    return wrapper
+
+
 class TextEnv(gym.Env[str, str]):
     """Base class for agent-gym's string-in, string-out environments.
 
     Subclasses implement ``reset`` and ``step`` (calling :meth:`_check_action` first) and set
     the class attributes below. The base provides the spaces, ``render`` and an idempotent
-    ``close``.
+    ``close``, and holds every subclass to one rule: after ``close`` or a ``reset`` that
+    raised (an unknown task id, a broken data file), there is no episode to step, and
+    :meth:`_check_action` raises ``ResetNeeded`` until a ``reset`` returns.
 
     Attributes:
         default_data_source: ``info["data_source"]`` of the embedded default data.
@@ -213,6 +237,13 @@ class TextEnv(gym.Env[str, str]):
         self.action_space = Text(max_length=max_action_length)
         self._last_obs: str = ""
         self._closed = False
+        self._started = False  # a reset returned since the env was made, closed or failed
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        """Wrap the subclass's own ``reset`` so that only a reset that returns starts an episode."""
+        super().__init_subclass__(**kwargs)
+        if "reset" in cls.__dict__:
+            cls.reset = _starts_episode(cls.__dict__["reset"])  # type: ignore[method-assign]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> Any:
         """Seed ``np_random`` (Gymnasium's ``reset``) and reopen the env after :meth:`close`.
@@ -230,6 +261,10 @@ class TextEnv(gym.Env[str, str]):
         """
         if self._closed:
             raise gym.error.ResetNeeded("the env was closed: call reset() before step()")
+        if not self._started:
+            raise gym.error.ResetNeeded(
+                "no episode to step: call reset() first (the last reset raised, or none ran)"
+            )
         if not isinstance(action, str):
             raise TypeError(
                 f"actions must be str (the agent's command text), got {type(action).__name__}: "
@@ -248,6 +283,7 @@ class TextEnv(gym.Env[str, str]):
     def close(self) -> None:
         """Release resources; safe to call more than once."""
         self._closed = True
+        self._started = False
 
     @classmethod
     def prepare(cls, *, progress: bool = True, **kwargs: Any) -> str:

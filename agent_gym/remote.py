@@ -193,6 +193,7 @@ class OpenEnvTextEnv(gym.Env[str, str]):
         """
         check_reset_options(options)
         super().reset(seed=seed)
+        self._needs_reset = True  # until the server's reset answers: a refused one starts nothing
         if self._closed:
             self._client, self._closed = self._new_client().sync(), False
         payload: dict[str, Any] = {}

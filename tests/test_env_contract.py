@@ -173,6 +173,25 @@ def test_adversarial_strings_are_invalid_not_errors(env_id: str, action: str) ->
 
 
 @pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_adversarial_strings_cross_worker_processes(env_id: str) -> None:
+    """``make_vec(mode="async")`` carries every adversarial string to its workers and their
+    answers back (pipes pickle lone surrogates and 100 kB strings) without an error."""
+    from agent_gym import make_vec
+
+    venv = make_vec(env_id, 2, mode="async")
+    try:
+        venv.reset(seed=[3, 4])
+        for k, action in enumerate(ADVERSARIAL):
+            obs, _, term, trunc, info = venv.step([action, ADVERSARIAL[-1 - k]])
+            assert all(isinstance(o, str) and o for o in obs), f"action {k}"
+            assert not info["is_action_valid"].any(), f"action {k}"
+            if (term | trunc).any():
+                venv.reset(seed=[3, 4])
+    finally:
+        venv.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
 @pytest.mark.parametrize("action", list(ECHOED.values()), ids=list(ECHOED))
 def test_observations_stay_bounded_and_encodable(env_id: str, action: str) -> None:
     env = _make(env_id)
@@ -252,6 +271,39 @@ def test_options_that_are_no_dict_raise_type_error(env_id: str, options: object)
     env = _make(env_id)
     with pytest.raises(TypeError, match=r"reset\(options=\.\.\.\) must be a dict"):
         env.reset(seed=0, options=options)
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+@pytest.mark.parametrize("closed", [False, True])
+def test_a_reset_that_raises_leaves_no_episode_to_step(env_id: str, closed: bool) -> None:
+    """An unknown task id raises, and the episode before it (closed or not) is not played on.
+
+    A local env raises ``ValueError``; a remote one (``test_remote_env_contract``) the
+    server's refusal as ``RemoteEnvError``, a ``RuntimeError``; both name the id.
+    """
+    env = _make(env_id).unwrapped
+    env.reset(seed=0)
+    if closed:
+        env.close()
+    with pytest.raises((ValueError, RuntimeError), match="no-such-task"):
+        env.reset(options={"task_id": "no-such-task"})
+    with pytest.raises(gym.error.ResetNeeded):
+        env.step("look")
+    env.reset(seed=0)
+    env.step("look")
+    env.close()
+
+
+@pytest.mark.parametrize("env_id", agent_gym.ENV_IDS)
+def test_an_env_whose_first_reset_raises_plays_after_the_next(env_id: str) -> None:
+    """Through ``gym.make``'s wrappers: Gymnasium 1.4's passive checker broke this (see
+    ``agent_gym.registration.PASSIVE_CHECKER``)."""
+    env = _make(env_id)
+    with pytest.raises((ValueError, RuntimeError), match="no-such-task"):
+        env.reset(options={"task_id": "no-such-task"})
+    env.reset(seed=0)
+    env.step("look")
     env.close()
 
 

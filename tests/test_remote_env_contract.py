@@ -31,6 +31,7 @@ def remote_id():
             entry_point="agent_gym.remote:OpenEnvTextEnv",
             kwargs={"url": url},
             max_episode_steps=gym.spec(SERVED).max_episode_steps,
+            disable_env_checker=True,  # as agent_gym registers its ids (registration.py)
         )
         yield REMOTE_ID
         del gym.registry[REMOTE_ID]

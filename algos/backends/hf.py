@@ -307,13 +307,13 @@ class HFBackend:
 
         if not prompts:
             return []
+        keys = [tuple(p) for p in prompts]  # hashable: the kept answers' and sorts' keys
         out: list[Generation | None] = [None] * len(prompts)
         greedy = params.temperature <= 0
         if greedy:
-            for i, p in enumerate(prompts):
-                out[i] = _copy(self._answers.get((tuple(p), params)))
+            out = [_copy(self._answers.get((k, params))) for k in keys]
         todo = [i for i, g in enumerate(out) if g is None]
-        order = self._order(prompts, todo, by_new_part=greedy)
+        order = self._order(keys, todo, by_new_part=greedy)
         run = self._shared if self.prefix_sharing else self._hf_generate
         was_training = self.model.training
         self.model.eval()
@@ -324,7 +324,7 @@ class HFBackend:
                     for i, g in zip(chunk, run([prompts[i] for i in chunk], params)):
                         out[i] = g
                         if greedy:
-                            self._remember((tuple(prompts[i]), params), g)
+                            self._remember((keys[i], params), g)
         finally:
             self.model.train(was_training)
         self.prompt_tokens += sum(len(p) for p in prompts)
@@ -336,7 +336,9 @@ class HFBackend:
         if len(self._answers) > KEPT_ANSWERS:
             del self._answers[next(iter(self._answers))]
 
-    def _order(self, prompts: list[list[int]], todo: list[int], *, by_new_part: bool) -> list[int]:
+    def _order(
+        self, prompts: list[tuple[int, ...]], todo: list[int], *, by_new_part: bool
+    ) -> list[int]:
         """The indices ``todo`` of ``prompts`` in the order they are chunked: alike together.
 
         A chunk's prompts are left-padded to its longest, so each of its rows costs as much as
@@ -357,10 +359,10 @@ class HFBackend:
         trunk = self.capture_depth is not None
         new: dict[tuple[int, ...], int] = {}
         for i in todo:
-            p = tuple(prompts[i])
+            p = prompts[i]
             if p not in new:
                 new[p] = len(p) - self.prefixes.match(np.asarray(p), trunk=trunk)[1]
-        return sorted(todo, key=lambda i: (new[tuple(prompts[i])], len(prompts[i]), prompts[i]))
+        return sorted(todo, key=lambda i: (new[prompts[i]], len(prompts[i]), prompts[i]))
 
     # ---- the shared-prefix path ---------------------------------------------------------------
 

@@ -114,6 +114,7 @@ BOUNDS: dict[str, tuple[Any, Any]] = {
     "optim.ppo_epochs": (1, None),
     "optim.mini_batch_size": (0, None),
     "optim.micro_batch_size": (1, None),
+    "optim.tree_tokens": (0, None),
     "optim.critic_warmup": (0, None),
     "run.iterations": (0, None),
     "run.save_every": (0, None),

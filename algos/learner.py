@@ -24,10 +24,18 @@ import torch
 from algos import losses
 from algos.algorithms import Algorithm
 from algos.batch import StepBatch
-from algos.distributed import World
+from algos.distributed import World, plain
 from algos.global_batch import GlobalRows
 from algos.metrics import progress_bar
-from algos.packing import mini_batch_counts, pack, prompt_rows, response_width
+from algos.packing import (
+    mini_batch_counts,
+    pack,
+    pack_tree,
+    prompt_rows,
+    response_width,
+    tree_parts,
+    tree_sequences,
+)
 from algos.registry import get_policy_loss
 from algos.trunk import cache_keyword, top_cache, top_forward, trunk_depth
 
@@ -42,8 +50,10 @@ def response_logits(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
     """
     width_r = inputs["width_r"]
     mask = inputs["attention_mask"]
-    shape = {"position_ids": inputs["position_ids"], "logits_to_keep": width_r + 1}
     trunk = "trunk" in inputs
+    if "tree_index" in inputs:
+        return _tree_logits(model, inputs)
+    shape = {"position_ids": inputs["position_ids"], "logits_to_keep": width_r + 1}
     if "prefix_ids" in inputs:
         from transformers import DynamicCache
 
@@ -69,10 +79,40 @@ def response_logits(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
     return out.logits[:, -width_r - 1 : -1].float()
 
 
+def _tree_logits(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
+    """:func:`response_logits` of a token tree (:func:`algos.packing.pack_tree`)."""
+    index = inputs["tree_index"]
+    keep, where = torch.unique(index, return_inverse=True)  # the head runs once per position
+    mask = inputs["attention_mask"]
+    if _attention(model) == "eager":  # it adds the mask to the scores
+        dtype = next(model.parameters()).dtype
+        mask = torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(
+            ~mask, torch.finfo(dtype).min
+        )
+    shape = {"attention_mask": mask, "position_ids": inputs["position_ids"],
+             "logits_to_keep": keep}  # fmt: skip
+    if "trunk" in inputs:
+        out = top_forward(model, inputs["depth"], inputs["trunk"], **shape)
+    else:
+        out = model(input_ids=inputs["input_ids"], use_cache=False, **shape)
+    return out.logits[0, where].float()
+
+
+def tree_attention(model: Any) -> bool:
+    """Whether ``model``'s attention takes the token tree's 4-D mask (sdpa and eager do)."""
+    return _attention(model) in ("sdpa", "eager")
+
+
+def _attention(model: Any) -> str | None:
+    config = getattr(plain(model), "config", None)
+    return getattr(config, "_attn_implementation", None)
+
+
 def token_logp(logits: torch.Tensor, inputs: dict[str, Any], temperature: float) -> torch.Tensor:
     """(b, R) log-prob of each response token under ``softmax(logits / temperature)``."""
-    width_r = inputs["width_r"]
-    targets = inputs["input_ids"][:, -width_r:]
+    targets = inputs.get("targets")
+    if targets is None:
+        targets = inputs["input_ids"][:, -inputs["width_r"] :]
     logp = torch.log_softmax(logits / temperature, dim=-1)
     return logp.gather(-1, targets.unsqueeze(-1)).squeeze(-1)
 
@@ -120,6 +160,11 @@ class Learner:
         # One process only: ranks whose rows share prefixes of different lengths would run
         # different numbers of forwards, and an FSDP forward is a collective.
         self._share = self.world.size == 1
+        #: Tokens per token-tree pass (:func:`algos.packing.pack_tree`); 0: micro-batches of
+        #: rows. Not with a critic (it reads whole rows) or several ranks (as above).
+        self.tree_tokens = optim_cfg.tree_tokens if self._share and critic is None else 0
+        if not tree_attention(model):
+            self.tree_tokens = 0
         self.loss_scale_factor = loss_scale_factor
         self.model, self.tokenizer, self.algo = model, tokenizer, algo
         self.acfg, self.ocfg = algo_cfg, optim_cfg
@@ -155,13 +200,17 @@ class Learner:
         module.eval()
         try:
             # Every rank runs as many forwards (an FSDP forward all-gathers weights).
-            order = by_prompt(batch, range(len(batch)))
-            for chunk in range(self.world.max_int(math.ceil(len(batch) / step))):
-                rows = order[chunk * step : (chunk + 1) * step]
+            if what != "values" and self.tree_tokens:
+                chunks = tree_parts(tree_sequences(batch), self.tree_tokens)
+            else:
+                order = by_prompt(batch, range(len(batch)))
+                chunks = [order[k * step : (k + 1) * step]
+                          for k in range(self.world.max_int(math.ceil(len(batch) / step)))]  # fmt: skip
+            for rows in chunks:
                 mb = batch.select(rows) if rows else self._filler(batch)
                 depth = self.trunk_depth if what != "values" else None  # the ref shares it
-                inputs = pack(mb, self.tokenizer.pad_token_id, self.device, depth,
-                              share_prefix=what != "values" and self._share)  # fmt: skip
+                inputs = self._inputs(mb, depth, tree=what != "values" and bool(rows),
+                                      share=what != "values")  # fmt: skip
                 if what == "values":
                     val = response_values(self.critic, inputs)
                 else:
@@ -274,20 +323,19 @@ class Learner:
         finite = True
         keep = self._rows_with_gradient(mb, rows.advantages[chosen], train_actor)
         has_tokens = (mb.response_mask != 0).any(-1).tolist()  # padding rows: no forward pass
-        # Rows that start alike share micro-batches, whose common prefix then runs once.
-        active = by_prompt(rows.batch, [chosen[j] for j in keep if has_tokens[j]])
-        parts = rows.micro_batches(active, micro)
+        active = [chosen[j] for j in keep if has_tokens[j]]
+        if self.tree_tokens:  # one process: global rows are local rows
+            parts = tree_parts(tree_sequences(rows.batch, active), self.tree_tokens)
+        else:
+            # Rows that start alike share micro-batches, whose common prefix then runs once.
+            parts = rows.micro_batches(by_prompt(rows.batch, active), micro)
         trained = ([self.model] if train_actor else []) + ([self.critic] if self.critic else [])
         for j, local in enumerate(parts):
             # An empty part (another rank has more rows here) is a zero-weight pass.
             part = batch.select(local) if local else self._filler(batch)
             adv = advantages[local] if local else torch.zeros(1, 1)
-            inputs = pack(
-                part,
-                self.tokenizer.pad_token_id,
-                self.device,
-                self.trunk_depth,
-                share_prefix=self.critic is None and self._share,
+            inputs = self._inputs(
+                part, self.trunk_depth, tree=bool(local), share=self.critic is None
             )  # the critic reads whole rows
             w = inputs["width_r"]
             loss = torch.zeros((), device=self.device)
@@ -380,6 +428,15 @@ class Learner:
             ref_log_prob=zeros if like.ref_log_prob is not None else None,
             values=zeros if like.values is not None else None,
         )
+
+    def _inputs(self, part: StepBatch, depth: int | None, *, tree: bool, share: bool) -> dict:
+        """The model inputs of ``part``: a token tree, else rows (sharing a prefix if ``share``)."""
+        if tree and self.tree_tokens:
+            inputs = pack_tree(part, self.device, depth)
+            if inputs is not None:
+                return inputs
+        return pack(part, self.tokenizer.pad_token_id, self.device, depth,
+                    share_prefix=share and self._share)  # fmt: skip
 
     def _actor_loss(
         self,

@@ -139,3 +139,122 @@ def mini_batch_counts(mask: torch.Tensor) -> dict[str, float]:
         "batch_num_tokens": float((mask != 0).sum().item()),
         "global_batch_size": float(((mask != 0).sum(-1) > 0).sum().item()),
     }
+
+
+# ---- a mini-batch as one token tree --------------------------------------------------------
+
+
+def tree_sequences(batch: StepBatch, rows: Any = None) -> dict[int, list[int]]:
+    """What each of ``rows`` (default: all) feeds the model, by row: prompt and response.
+
+    The last response token is left out: it predicts nothing (:func:`pack` feeds it as a
+    column whose logits are dropped).
+    """
+    prompts = prompt_rows(batch)
+    rows = range(len(prompts)) if rows is None else rows
+    out = {}
+    for i in rows:
+        r = int((batch.response_mask[i] != 0).sum())
+        out[i] = prompts[i].tolist() + batch.response_ids[i, : max(r - 1, 0)].tolist()
+    return out
+
+
+def tree_parts(seqs: dict[int, list[int]], budget: int) -> list[list[int]]:
+    """The rows of ``seqs`` in sequence order, in parts of at most ``budget`` tree tokens.
+
+    A token tree (:func:`pack_tree`) holds each distinct prefix of its rows' sequences once:
+    in sorted order a row adds the tokens past its common prefix with the row before it. A
+    row longer than ``budget`` gets a part of its own.
+
+    >>> tree_parts({0: [1, 2, 3], 1: [1, 2, 4], 2: [9, 9]}, budget=4)
+    [[0, 1], [2]]
+    """
+    parts: list[list[int]] = []
+    size, prev = 0, None
+    for i in sorted(seqs, key=seqs.__getitem__):
+        add = len(seqs[i]) - (_common(seqs[i], seqs[prev]) if prev is not None else 0)
+        if not parts or size + add > budget:
+            parts.append([])
+            size, add = 0, len(seqs[i])
+        parts[-1].append(i)
+        size, prev = size + add, i
+    return parts
+
+
+def _common(a: list[int], b: list[int]) -> int:
+    n = min(len(a), len(b))
+    k = 0
+    while k < n and a[k] == b[k]:
+        k += 1
+    return k
+
+
+def pack_tree(batch: StepBatch, device: Any, depth: int | None = None) -> dict[str, Any] | None:
+    """The rows as one sequence holding each distinct prefix once: a token tree.
+
+    Rows that start alike (a group's members at its first step, every step that shows the
+    same room, identical prompts with different answers) run their common tokens once, where
+    :func:`pack` shares only what every row of a micro-batch starts with. The tree's tokens
+    are laid out parents first; a 4-D ``"attention_mask"`` (1, 1, T, T) lets each token see
+    exactly its ancestors and itself, and ``"position_ids"`` are each token's place in its
+    own sequence, so every logit is the one running that row alone would give (up to float
+    rounding). ``"tree_index"`` (b, R) is the tree position whose logits predict each
+    response token (the last token before it), ``"targets"`` (b, R) those tokens (0 past a
+    row's end); :func:`algos.learner.response_logits` gathers the logits into the (b, R, V)
+    layout :func:`pack` gives.
+
+    Returns None for a row without prompt tokens, or where the batch's recorded trunk
+    states do not cover its sequences (the caller then uses :func:`pack`).
+    """
+    prompts = prompt_rows(batch)
+    if min((len(p) for p in prompts), default=0) == 0:
+        return None
+    seqs = tree_sequences(batch)
+    order = sorted(seqs, key=seqs.__getitem__)
+    tokens: list[int] = []
+    parent: list[int] = []
+    source: list[tuple[int, int]] = []  # (row, index in that row's sequence) of each node
+    paths: list[list[int]] = [[] for _ in seqs]
+    prev: list[int] = []
+    prev_seq: list[int] = []
+    for i in order:
+        s = seqs[i]
+        k = _common(s, prev_seq)
+        path = prev[:k]
+        for j in range(k, len(s)):
+            parent.append(path[-1] if path else -1)
+            path.append(len(tokens))
+            tokens.append(s[j])
+            source.append((i, j))
+        paths[i] = path
+        prev, prev_seq = path, s
+    n = len(tokens)
+    allowed = torch.zeros(n, n, dtype=torch.bool)
+    for j, up in enumerate(parent):
+        if up >= 0:
+            allowed[j] = allowed[up]
+        allowed[j, j] = True
+    width_r = response_width(batch)
+    index = torch.zeros(len(seqs), width_r, dtype=torch.long)
+    for i, path in enumerate(paths):
+        # Response token j is predicted by the token before it: sequence position P + j - 1.
+        last = len(path) - 1
+        cols = [min(len(prompts[i]) - 1 + j, last) for j in range(width_r)]
+        index[i] = torch.tensor([path[c] for c in cols])
+    out = {
+        "input_ids": torch.tensor([tokens], dtype=torch.long).to(device),
+        "attention_mask": allowed[None, None].to(device),
+        "position_ids": torch.tensor([[j for _, j in source]], dtype=torch.long).to(device),
+        "tree_index": index.to(device),
+        "targets": (batch.response_ids[:, :width_r] * (batch.response_mask[:, :width_r] != 0)).to(
+            device
+        ),
+        "width_r": width_r,
+    }
+    if depth is not None and batch.trunk_states is not None:
+        states = batch.trunk_states
+        if any(states[row].shape[0] < len(seqs[row]) for row in range(len(seqs))):
+            return None
+        out["depth"] = depth
+        out["trunk"] = torch.stack([states[row][j] for row, j in source])[None].to(device)
+    return out

@@ -172,6 +172,10 @@ class OptimConfig:
     """Step rows per optimiser step (0 = the whole batch)."""
     micro_batch_size: int = 8
     """Step rows per forward/backward pass (gradient accumulation inside a mini-batch)."""
+    tree_tokens: int = 1024
+    """Tokens per forward/backward pass of a token tree, where each distinct prefix of a
+    mini-batch's rows runs once (0: passes of ``micro_batch_size`` rows, as before
+    2026-12-07)."""
     critic_warmup: int = 0
     """Iterations that train only the critic."""
     recompute_old_logp: bool = True

@@ -229,7 +229,9 @@ def update_steps(recipe: str, overrides: list[str], reps: int = 2) -> list[dict]
     from algos.trainer import iteration_rollout
     from algos.trunk import trunk_depth
 
-    cfg = load_config(recipe, [*overrides, "run.progress=false", "model.init=''"])
+    # Micro-batches of rows, as when this was measured (token trees gather the head's input).
+    cfg = load_config(recipe, [*overrides, "run.progress=false", "model.init=''",
+                               "optim.tree_tokens=0"])  # fmt: skip
     real = algos.models.contiguous_head_input
     algos.models.contiguous_head_input = lambda model: None  # the head as before 2026-12-06
     try:
@@ -267,6 +269,68 @@ def update_steps(recipe: str, overrides: list[str], reps: int = 2) -> list[dict]
     return rows
 
 
+def update_packings(recipe: str, overrides: list[str], budgets: list[int], reps: int = 2
+                    ) -> list[dict]:  # fmt: skip
+    """Seconds per update on one rollout's rows: micro-batches of rows against token trees.
+
+    The rollout is the main job's first (its recipe's model as training builds it, ``--set
+    model.init=RUN_DIR`` for a trained start), recorded trunk states and all; each path
+    updates from the same weights with a new optimiser, at the recipe's learning rate, on
+    the estimator's own advantages, so the paths' parameters after the update differ by
+    rounding alone (printed).
+    """
+    import copy
+    import dataclasses
+
+    import torch
+
+    from algos.algorithms import advantages, get_algorithm
+    from algos.backends.hf import HFBackend
+    from algos.config import load_config
+    from algos.envs import make_envs
+    from algos.learner import Learner
+    from algos.policy import build_models
+    from algos.trainer import iteration_rollout
+    from algos.trunk import trunk_depth
+
+    cfg = load_config(recipe, [*overrides, "run.progress=false"])
+    models = build_models(cfg)
+    model, tok = models.model, models.tokenizer
+    backend = HFBackend(model, tok, max_batch_size=cfg.rollout.max_batch_size, seed=0)
+    backend.capture_depth = trunk_depth(model)
+    venv = make_envs(cfg, cfg.env.num_tasks * cfg.env.group_size)
+    try:
+        batch = iteration_rollout(cfg, venv, backend, 1).batch
+    finally:
+        venv.close()
+    algo = get_algorithm(cfg.algo.name)
+    adv = advantages(batch, cfg.algo)[0].float()
+    start = copy.deepcopy(model.state_dict())
+    trained = [k for k, p in model.named_parameters() if p.requires_grad]
+    rows, after = [], {}
+    for rep in range(reps):
+        for budget in [0, *budgets]:
+            model.load_state_dict(start)
+            ocfg = dataclasses.replace(cfg.optim, tree_tokens=budget)
+            learner = Learner(
+                model, tok, algo, cfg.algo, ocfg, temperature=cfg.rollout.temperature,
+                loss_scale_factor=float(cfg.rollout.max_new_tokens),
+            )  # fmt: skip
+            t = time.perf_counter()
+            m = learner.update(batch, adv, seed=0)
+            state = model.state_dict()
+            after[budget] = {k: state[k].clone() for k in trained}
+            rows.append({"path": f"token trees of {budget}" if budget else "rows of "
+                         f"{ocfg.micro_batch_size}", "budget": budget, "rep": rep + 1,
+                         "rows": len(batch), "update_s": time.perf_counter() - t,
+                         "grad_norm": m["grad_norm"], "threads": torch.get_num_threads(),
+                         "moved": max(float((after[budget][k] - start[k]).abs().max())
+                                      for k in trained),
+                         "differ": max(float((after[budget][k] - after[0][k]).abs().max())
+                                       for k in trained)})  # fmt: skip
+    return rows
+
+
 def _time_decode(model: object, cache: dict, n: int, context: int, steps: int) -> tuple:
     """``(ms per step over steps, aten::cat's share of 3 profiled steps)``, one token per row."""
     import torch
@@ -298,6 +362,9 @@ def main() -> None:
     p.add_argument("--main-job", action="store_true", help="the main job's rollouts, every path")
     p.add_argument("--decode-step", action="store_true", help="one decode step, both caches")
     p.add_argument("--update-step", action="store_true", help="one update, both head inputs")
+    p.add_argument("--update-packing", action="store_true",
+                   help="one update, rows against token trees (--budgets)")  # fmt: skip
+    p.add_argument("--budgets", type=int, nargs="+", default=[512, 1024, 2048])
     p.add_argument("--recipe", default="recipes/alfworld/gigpo.toml")
     p.add_argument("--set", action="append", default=[], help="config override (repeatable)")
     p.add_argument("--iterations", type=int, default=2)
@@ -348,6 +415,20 @@ def main() -> None:
             f"\nthreads {rows[0]['threads']}; contiguous against strided (fastest runs): "
             f"{old / new:.2f}x"
         )
+        return
+    if a.update_packing:
+        rows = update_packings(a.recipe, a.set, a.budgets)
+        print("| update packed as | run | step rows | update s | mean grad norm "
+              "| largest weight change | largest difference from rows |")  # fmt: skip
+        print("|---|---:|---:|---:|---:|---:|---:|")
+        for r in rows:
+            print(f"| {r['path']} | {r['rep']} | {r['rows']} | {r['update_s']:.1f} "
+                  f"| {r['grad_norm']:.6f} | {r['moved']:.2e} | {r['differ']:.2e} |")  # fmt: skip
+        best = {p: min(r["update_s"] for r in rows if r["path"] == p) for p in
+                dict.fromkeys(r["path"] for r in rows)}  # fmt: skip
+        base = next(iter(best.values()))
+        print(f"\nthreads {rows[0]['threads']}; against rows (fastest runs): " + ", ".join(
+            f"{p} {base / v:.2f}x" for p, v in list(best.items())[1:]))  # fmt: skip
         return
     if a.one:
         print(json.dumps(measure(a.one, a.batch, a.prompt_len, a.new_tokens, a.reps)))

@@ -105,21 +105,23 @@ def test_the_training_update_runs_on_the_recorded_states(monkeypatch, keypad_ove
     from algos.trainer import build_session, run_iteration
 
     seen = []
-    real = algos.learner.pack
+    for name in ("pack", "pack_tree"):  # rows, and token trees (the default)
+        real = getattr(algos.learner, name)
 
-    def spy(batch, pad, device, depth=None, **kwargs):
-        out = real(batch, pad, device, depth, **kwargs)
-        seen.append("trunk" in out)
-        return out
+        def spy(*args, real=real, name=name, **kwargs):
+            out = real(*args, **kwargs)
+            seen.append((name, "trunk" in out))
+            return out
 
-    monkeypatch.setattr(algos.learner, "pack", spy)
+        monkeypatch.setattr(algos.learner, name, spy)
     cfg = load_config(None, [*keypad_overrides, "model.trainable_layers=1", "run.iterations=1"])
     s = build_session(cfg, None)
     try:
         run_iteration(s, 1)
     finally:
         s.close()
-    assert seen and all(seen)
+    assert seen and all(trunk for _, trunk in seen)
+    assert {name for name, _ in seen} == {"pack_tree"}
 
 
 @pytest.mark.parametrize("record", [True, False])
@@ -218,3 +220,38 @@ def test_compute_dtype_auto_uses_bfloat16_only_where_the_device_has_it(monkeypat
     load_config(None, ["model.dtype=bfloat16", "model.compute_dtype=auto"])  # not refused
     with pytest.raises(ValueError, match="compute_dtype"):
         load_config(None, ["model.dtype=bfloat16", "model.compute_dtype=bfloat16"])
+
+
+@pytest.mark.parametrize(
+    ("record", "attention"), [(True, "sdpa"), (False, "sdpa"), (True, "eager")]
+)
+def test_a_token_tree_gives_each_rows_logits_and_gradients(record, attention):
+    """pack_tree runs each distinct prefix of the rows once (one sequence, a 4-D mask of each
+    token's ancestors): the logits and gradients of running every row in full."""
+    from algos.learner import response_logits
+    from algos.packing import pack_tree, tree_sequences
+
+    model, tok = _frozen()
+    model.set_attn_implementation(attention)
+    batch = _rollout_rows(model, tok, record=record)  # a repeated prompt, a shared 30-token start
+    batch = batch.select([0, 1, 2, 3, 4, 5, 6, 5])  # and a repeated row
+    depth = trunk_depth(model) if record else None
+    results = []
+    for tree in (False, True):
+        inputs = (
+            pack_tree(batch, "cpu", depth) if tree else pack(batch, tok.pad_token_id, "cpu", depth)
+        )
+        model.zero_grad(set_to_none=True)
+        logits = response_logits(model, inputs)
+        mask = batch.response_mask[:, : inputs["width_r"]]
+        (logits.logsumexp(-1) * mask).sum().backward()
+        grads = {k: p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
+        results.append((logits.detach() * mask[..., None], grads, inputs))
+    (rows, g0, _), (tree, g1, inputs) = results
+    seqs = tree_sequences(batch).values()
+    distinct = {tuple(s[:k]) for s in seqs for k in range(1, len(s) + 1)}
+    assert inputs["input_ids"].shape[1] == len(distinct) < sum(map(len, seqs)) - 5 * 30
+    torch.testing.assert_close(tree, rows, atol=1e-5, rtol=0)
+    assert g0.keys() == g1.keys() and g0
+    for k in g0:
+        torch.testing.assert_close(g1[k], g0[k], rtol=1e-4, atol=1e-6, msg=k)

@@ -47,14 +47,17 @@ def _batch(n: int = 8, seed: int = 0) -> tuple[StepBatch, torch.Tensor, torch.Te
     return b, adv, ret
 
 
-def _grads(algo: str, micro: int, data: tuple, agg: str = "token-mean") -> dict[str, torch.Tensor]:
+def _grads(
+    algo: str, micro: int, data: tuple, agg: str = "token-mean", tree: int = 0
+) -> dict[str, torch.Tensor]:
     batch, adv, ret = data
     model, tok = load_model("tiny-random", seed=0)
     a = get_algorithm(algo)
     critic = ValueModel(model) if a.critic else None
     ocfg = OptimConfig(
-        mini_batch_size=len(batch), micro_batch_size=micro, lr=0.0, critic_lr=0.0, max_grad_norm=1e9
-    )
+        mini_batch_size=len(batch), micro_batch_size=micro, lr=0.0, critic_lr=0.0,
+        max_grad_norm=1e9, tree_tokens=tree,
+    )  # fmt: skip
     learner = Learner(model, tok, a, AlgoConfig(loss_agg=agg), ocfg, critic=critic)
     learner._mini_batch_step(batch, adv, ret if critic is not None else None, train_actor=True)
     out = {f"actor.{k}": p.grad.clone() for k, p in model.named_parameters() if p.grad is not None}
@@ -86,6 +89,24 @@ def test_micro_batching_gives_the_mini_batch_gradient(algo, agg):
     assert one.keys() == four.keys() and one
     for k in one:
         torch.testing.assert_close(one[k], four[k], rtol=1e-4, atol=1e-6, msg=k)
+
+
+@pytest.mark.parametrize("agg", ["token-mean", "seq-mean-token-mean"])
+def test_token_trees_give_the_mini_batch_gradient(agg):
+    """Rows cut into token trees (``optim.tree_tokens``; small here, so several trees) give
+    the gradient of micro-batches of rows: repeated prompts, a shared start, a repeated row."""
+    batch, adv, ret = _batch(10)
+    start = batch.prompt_ids[0]
+    batch.prompt_ids[1:4] = [torch.cat([start, p]) for p in batch.prompt_ids[1:4]]
+    batch.prompt_ids[5:7] = [batch.prompt_ids[4], batch.prompt_ids[4]]
+    batch.response_ids[9], batch.response_mask[9] = batch.response_ids[8], batch.response_mask[8]
+    batch.prompt_ids[9] = batch.prompt_ids[8]
+    rows = _grads("grpo", 3, (batch, adv, ret), agg)
+    for tree in (12, 1000):  # tiny-random runs sdpa attention, which takes the trees
+        trees = _grads("grpo", 3, (batch, adv, ret), agg, tree=tree)
+        assert rows.keys() == trees.keys() and rows
+        for k in rows:
+            torch.testing.assert_close(trees[k], rows[k], rtol=1e-4, atol=1e-6, msg=k)
 
 
 def test_padding_rows_change_nothing():

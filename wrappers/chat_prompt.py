@@ -114,6 +114,9 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
             :data:`DEFAULT_PROMPTS`.
         max_observation_chars: Cut the current and past observations to this many characters
             (``None``: no cut), as Agent-R1's WebShop prompt cuts to 1800.
+        max_action_chars: Cut each action the history shows to this many characters
+            (``None``: no cut). A response is bounded by the policy's token budget, but an
+            agent behind an API can send megabytes, which the history would repeat.
         tools_in_system: Whether the tool-call format lists the tool schemas in the system
             prompt.
 
@@ -134,6 +137,7 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         templates: PromptTemplates | None = None,
         max_observation_chars: int | None = None,
         tools_in_system: bool = True,
+        max_action_chars: int | None = None,
     ) -> None:
         gym.utils.RecordConstructorArgs.__init__(
             self,
@@ -142,6 +146,7 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
             templates=templates,
             max_observation_chars=max_observation_chars,
             tools_in_system=tools_in_system,
+            max_action_chars=max_action_chars,
         )
         gym.Wrapper.__init__(self, env)
         if history_length < 0:
@@ -159,6 +164,7 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         self.history_length = history_length
         self.action_format = action_format
         self.max_observation_chars = max_observation_chars
+        self.max_action_chars = max_action_chars
         self.tools_in_system = tools_in_system
         templates = templates or getattr(env.unwrapped, "prompt_templates", None) or DEFAULT_PROMPTS
         jinja = jinja2.Environment(undefined=jinja2.StrictUndefined, autoescape=False)
@@ -195,6 +201,7 @@ class ChatPrompt(gym.Wrapper[list, str, str, str], gym.utils.RecordConstructorAr
         else:
             shown = info.get("parsed_action") or action
         if self.history_length:
+            shown = _cut(shown, self.max_action_chars)
             self._history.append({"observation": self._obs, "action": shown})
         self._obs, self._info = obs, info
         self._step += 1

@@ -162,6 +162,20 @@ def test_max_observation_chars_cuts_current_and_past_observations() -> None:
     assert "(xxxxxxxxxx [...]->go)" in text
 
 
+def test_max_action_chars_cuts_the_actions_the_history_shows() -> None:
+    env = ChatPrompt(
+        GenericTextEnv(),
+        templates=PLAIN,
+        history_length=2,
+        max_action_chars=4,
+        max_observation_chars=20,
+    )  # fmt: skip (this env echoes the action too)
+    env.reset(seed=0)
+    env.step("z" * 1_000_000)
+    text = user(env.step("look")[0])
+    assert "->zzzz [...])" in text and "->look)" in text and len(text) < 200
+
+
 def test_templates_see_the_env_info() -> None:
     templates = PromptTemplates(system="s", user="{{ info.task_id }} {{ tools | length }}")
     env = make(templates=templates)

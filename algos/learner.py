@@ -199,18 +199,18 @@ class Learner:
         was = module.training
         module.eval()
         try:
-            # Every rank runs as many forwards (an FSDP forward all-gathers weights).
-            if what != "values" and self.tree_tokens:
+            tree = what != "values" and self.tree_tokens > 0  # the critic reads whole rows
+            if tree:
                 chunks = tree_parts(tree_sequences(batch), self.tree_tokens)
             else:
+                # Every rank runs as many forwards (an FSDP forward all-gathers weights).
                 order = by_prompt(batch, range(len(batch)))
-                chunks = [order[k * step : (k + 1) * step]
-                          for k in range(self.world.max_int(math.ceil(len(batch) / step)))]  # fmt: skip
+                count = self.world.max_int(math.ceil(len(batch) / step))
+                chunks = [order[k * step : (k + 1) * step] for k in range(count)]
             for rows in chunks:
                 mb = batch.select(rows) if rows else self._filler(batch)
                 depth = self.trunk_depth if what != "values" else None  # the ref shares it
-                inputs = self._inputs(mb, depth, tree=what != "values" and bool(rows),
-                                      share=what != "values")  # fmt: skip
+                inputs = self._inputs(mb, depth, tree=tree and bool(rows), share=what != "values")
                 if what == "values":
                     val = response_values(self.critic, inputs)
                 else:

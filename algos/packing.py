@@ -207,9 +207,12 @@ def pack_tree(batch: StepBatch, device: Any, depth: int | None = None) -> dict[s
     states do not cover its sequences (the caller then uses :func:`pack`).
     """
     prompts = prompt_rows(batch)
+    seqs = tree_sequences(batch)
     if min((len(p) for p in prompts), default=0) == 0:
         return None
-    seqs = tree_sequences(batch)
+    states = batch.trunk_states if depth is not None else None
+    if states is not None and any(states[i].shape[0] < len(s) for i, s in seqs.items()):
+        return None
     order = sorted(seqs, key=seqs.__getitem__)
     tokens: list[int] = []
     parent: list[int] = []
@@ -241,20 +244,16 @@ def pack_tree(batch: StepBatch, device: Any, depth: int | None = None) -> dict[s
         last = len(path) - 1
         cols = [min(len(prompts[i]) - 1 + j, last) for j in range(width_r)]
         index[i] = torch.tensor([path[c] for c in cols])
+    targets = batch.response_ids[:, :width_r] * (batch.response_mask[:, :width_r] != 0)
     out = {
         "input_ids": torch.tensor([tokens], dtype=torch.long).to(device),
         "attention_mask": allowed[None, None].to(device),
         "position_ids": torch.tensor([[j for _, j in source]], dtype=torch.long).to(device),
         "tree_index": index.to(device),
-        "targets": (batch.response_ids[:, :width_r] * (batch.response_mask[:, :width_r] != 0)).to(
-            device
-        ),
+        "targets": targets.to(device),
         "width_r": width_r,
     }
-    if depth is not None and batch.trunk_states is not None:
-        states = batch.trunk_states
-        if any(states[row].shape[0] < len(seqs[row]) for row in range(len(seqs))):
-            return None
+    if states is not None:
         out["depth"] = depth
         out["trunk"] = torch.stack([states[row][j] for row, j in source])[None].to(device)
     return out

@@ -331,6 +331,12 @@ def update_packings(recipe: str, overrides: list[str], budgets: list[int], reps:
     return rows
 
 
+def _fastest(rows: list[dict]) -> dict[str, float]:
+    """Each path's fastest ``update_s``, paths in the order they first ran."""
+    return {p: min(r["update_s"] for r in rows if r["path"] == p)
+            for p in dict.fromkeys(r["path"] for r in rows)}  # fmt: skip
+
+
 def _time_decode(model: object, cache: dict, n: int, context: int, steps: int) -> tuple:
     """``(ms per step over steps, aten::cat's share of 3 profiled steps)``, one token per row."""
     import torch
@@ -408,8 +414,7 @@ def main() -> None:
         for r in rows:
             print(f"| {r['path']} | {r['rep']} | {r['rows']} | {r['update_s']:.1f} "
                   f"| {r['tok_s']:.0f} | {r['grad_norm']:.6f} |")  # fmt: skip
-        best = {p: min(r["update_s"] for r in rows if r["path"] == p) for p in
-                dict.fromkeys(r["path"] for r in rows)}  # fmt: skip
+        best = _fastest(rows)
         old, new = best.values()
         print(
             f"\nthreads {rows[0]['threads']}; contiguous against strided (fastest runs): "
@@ -424,8 +429,7 @@ def main() -> None:
         for r in rows:
             print(f"| {r['path']} | {r['rep']} | {r['rows']} | {r['update_s']:.1f} "
                   f"| {r['grad_norm']:.6f} | {r['moved']:.2e} | {r['differ']:.2e} |")  # fmt: skip
-        best = {p: min(r["update_s"] for r in rows if r["path"] == p) for p in
-                dict.fromkeys(r["path"] for r in rows)}  # fmt: skip
+        best = _fastest(rows)
         base = next(iter(best.values()))
         print(f"\nthreads {rows[0]['threads']}; against rows (fastest runs): " + ", ".join(
             f"{p} {base / v:.2f}x" for p, v in list(best.items())[1:]))  # fmt: skip

@@ -113,17 +113,20 @@ def with_trunk_states(
 
 
 @torch.no_grad()
-def mean_nll(model: Any, demos: list[Demo], pad_id: int, device: Any, micro: int) -> float:
-    """Per-token NLL of ``demos`` under ``model`` (nan when there are none)."""
-    if not demos:
+def mean_nll(model: Any, batch: StepBatch | None, pad_id: int, device: Any, micro: int) -> float:
+    """Per-token NLL of ``batch``'s responses under ``model`` (nan when there is no batch).
+
+    A batch from :func:`with_trunk_states` runs only the top layers on its recorded states.
+    """
+    if batch is None:
         return float("nan")
+    depth = None if batch.trunk_states is None else trunk_depth(model)
     was = model.training
     model.eval()
     total, count = 0.0, 0
     try:
-        for start in range(0, len(demos), micro):
-            part = rows(demos[start : start + micro], pad_id)
-            nll, n = token_nll(model, part, pad_id, device)
+        for part_rows in _episode_parts(batch, micro):
+            nll, n = token_nll(model, batch.select(part_rows), pad_id, device, depth)
             total, count = total + float(nll), count + n
     finally:
         model.train(was)
@@ -197,23 +200,28 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
                            resume_from=done if resume else None)  # fmt: skip
     micro = cfg.optim.micro_batch_size
     summary = {"train_steps": len(train), "val_steps": len(val)}
-    if not resume:
-        summary["val_nll_before"] = mean_nll(model, val, pad, device, micro)
-        log(f"sft: held-out demonstration NLL before: {summary['val_nll_before']:.3f} per token")
     try:
         t0 = time.perf_counter()
+        # The frozen trunk's output, recorded once: every epoch and every held-out NLL then
+        # runs only the top layers.
+        val_rows = with_trunk_states(model, rows(val, pad), pad, device, micro) if val else None
         train_rows = with_trunk_states(model, rows(train, pad), pad, device, micro,
                                        progress=cfg.run.progress)  # fmt: skip
         if train_rows.trunk_states is not None:
-            log(f"sft: recorded the frozen trunk's output of {len(train_rows)} steps in "
-                f"{time.perf_counter() - t0:.1f} s; epochs run the top layers only")  # fmt: skip
+            log(f"sft: recorded the frozen trunk's output of {len(train_rows) + len(val)} steps "
+                f"in {time.perf_counter() - t0:.1f} s; epochs run the top layers only")  # fmt: skip
+        if not resume:
+            before = summary["val_nll_before"] = mean_nll(model, val_rows, pad, device, micro)
+            log(f"sft: held-out demonstration NLL before: {before:.3f} per token")
+        val_nll = None  # the latest epoch's, when one ran here
         for epoch in range(done + 1, s.epochs + 1):
             t0 = time.perf_counter()
             loss, tokens = _epoch(cloner, train_rows, pad, s, micro, cfg.run.seed + epoch,
                                   progress=cfg.run.progress)  # fmt: skip
+            val_nll = mean_nll(model, val_rows, pad, device, micro)
             metrics = {
                 "sft/loss": loss,
-                "sft/val_nll": mean_nll(model, val, pad, device, micro),
+                "sft/val_nll": val_nll,
                 "perf/update_tokens_per_s": tokens / max(time.perf_counter() - t0, 1e-9),
                 "time/epoch_s": time.perf_counter() - t0,
             }
@@ -222,7 +230,9 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
                 f"{metrics['sft/val_nll']:.3f}  {metrics['time/epoch_s']:.1f}s")  # fmt: skip
             # The last epoch's checkpoint is all RL starts from: the earlier ones go.
             save_checkpoint(run_dir, epoch, cloner, keep=1 if epoch == s.epochs else 2)
-        summary["val_nll_after"] = mean_nll(model, val, pad, device, micro)
+        if val_nll is None:  # resumed after the last epoch
+            val_nll = mean_nll(model, val_rows, pad, device, micro)
+        summary["val_nll_after"] = val_nll
         summary["finished"] = True
         (run_dir / "sft.json").write_text(json.dumps(summary, indent=2))
     finally:

@@ -104,7 +104,9 @@ def test_cloning_lowers_heldout_nll_and_raises_success(tmp_path):
     summary = json.loads((run / "sft.json").read_text())
     assert summary["val_steps"] > 0 and summary["finished"]
     assert summary["val_nll_after"] < 0.5 * summary["val_nll_before"], summary
-    assert [r["iteration"] for r in read_metrics(run)] == [1, 2, 3, 4]
+    metrics = read_metrics(run)
+    assert [r["iteration"] for r in metrics] == [1, 2, 3, 4]
+    assert summary["val_nll_after"] == metrics[-1]["sft/val_nll"]  # the last epoch's, not rerun
     after = evaluate(cfg, open_policy(f"run:{run}", cfg), 16)
     assert before["success_rate"] < 0.3 and after["success_rate"] > 0.8, (before, after)
 

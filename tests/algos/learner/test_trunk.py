@@ -15,7 +15,7 @@ from algos.learner import Learner
 from algos.models import load_model
 from algos.packing import pack
 from algos.policy import freeze_lower_layers
-from algos.sft import token_nll, with_trunk_states
+from algos.sft import mean_nll, token_nll, with_trunk_states
 from algos.trunk import trunk_depth
 
 
@@ -96,6 +96,10 @@ def test_sft_trains_the_top_layers_on_states_computed_once(one_episode):
     nll_top, n_top = token_nll(model, recorded, tok.pad_token_id, "cpu", trunk_depth(model))
     assert n == n_top
     assert nll_top.item() == pytest.approx(nll_plain.item(), rel=1e-5)
+    # sft's held-out NLL runs the top layers on recorded states, the full model on others
+    for rows in (batch, recorded):
+        mean = mean_nll(model, rows, tok.pad_token_id, "cpu", 3)
+        assert mean == pytest.approx(nll_plain.item() / n, rel=1e-5)
 
 
 def test_the_training_update_runs_on_the_recorded_states(monkeypatch, keypad_overrides):

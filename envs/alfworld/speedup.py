@@ -16,6 +16,15 @@ A profile of stock TextWorld 1.7.0 on ALFWorld games shows two costs:
   :func:`load_replan_task` asks for it (fast-downward's ``load_sas_replan`` only stores the
   string, so loading it later gives the same plans).
 
+The translation of a game is also kept on disk (:func:`sas_cache_dir`, gzip-compressed JSON,
+40-60 KB a game, written once): the next process that loads the game reads it back in a few
+milliseconds instead of translating for half a second, which is most of a first reset. The file
+holds the SAS text and the parts of the translated task that ``PddlState`` reads (types,
+objects, action parameters, initial atoms); it is keyed by a hash of the domain and problem
+text and the TextWorld and fast-downward versions, never executes anything when read, and a
+file that does not parse is translated again and rewritten. Only the engine's own loads
+(inside :func:`deferred_replan`) use it; deleting the directory is always safe.
+
 The game's grammar (``GameLogic``'s parse of the ``alfred.twl2`` text) is memoised the same
 way. ``tests/envs/alfworld/test_speedup.py`` replays recorded action sequences with and without
 these patches and compares every observation and info.
@@ -29,9 +38,15 @@ from __future__ import annotations
 import contextlib
 import copy
 import functools
+import gzip
+import hashlib
+import json
 import sys
 import threading
+import warnings
 from collections.abc import Callable, Iterator
+from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 #: The TextWorld version these patches were verified against (byte-identical replays).
@@ -39,6 +54,7 @@ VERIFIED_TEXTWORLD = "1.7.0"
 
 _CACHE_SIZE = 4096  # grammar strings and queries: a few hundred per game, shared across games
 _SAS_CACHE_SIZE = 128  # held-out games replayed by later evaluations, and the groups
+_SAS_FORMAT = 1  # the layout of the translations kept on disk; a change starts a new directory
 
 _lock = threading.Lock()
 _originals: dict[str, Any] = {}
@@ -100,30 +116,144 @@ def _memoise(
     return wrapper
 
 
+def sas_cache_dir() -> Path:
+    """Where the engine keeps its translated games: ``$AGENT_GYM_HOME/alfworld/sas-v<format>``."""
+    from agent_gym.paths import cache_dir
+
+    return cache_dir("alfworld", f"sas-v{_SAS_FORMAT}", create=False)
+
+
+def _sas_path(domain: str, problem: str) -> Path:
+    from importlib.metadata import version
+
+    key = hashlib.sha256()
+    for part in (_version(), version("fast_downward_textworld"), domain, problem):
+        key.update(part.encode("utf-8"))
+        key.update(b"\0")
+    return sas_cache_dir() / f"{key.hexdigest()[:32]}.json.gz"
+
+
+def _task_record(task: Any, sas: str) -> dict[str, Any] | None:
+    """What ``PddlState`` reads of a translated task, as JSON values (None: not representable)."""
+    from fast_downward.translate.pddl import conditions, f_expression
+
+    init: list[list[Any]] = []
+    for fact in task.init:
+        if type(fact) is conditions.Atom:
+            init.append(["atom", fact.predicate, list(fact.args)])
+        elif (
+            type(fact) is f_expression.Assign
+            and type(fact.fluent) is f_expression.PrimitiveNumericExpression
+            and type(fact.expression) is f_expression.NumericConstant
+        ):
+            init.append(
+                ["assign", fact.fluent.symbol, list(fact.fluent.args), fact.expression.value]
+            )
+        else:  # pragma: no cover - not in ALFWorld's domain; such a game is simply not stored
+            return None
+    return {
+        "format": _SAS_FORMAT,
+        "types": [[t.name, list(t.supertype_names)] for t in task.types],
+        "objects": [[o.name, o.type_name] for o in task.objects],
+        "actions": [[a.name, [[p.name, p.type_name] for p in a.parameters]] for a in task.actions],
+        "init": init,
+        "sas": sas,
+    }
+
+
+def _stored_task(record: dict[str, Any]) -> tuple[Any, str]:
+    """``(task, sas)`` back from a :func:`_task_record` dict.
+
+    The task has only what ``PddlState`` reads; the initial facts are fast-downward's own
+    classes, since ``PddlState`` tests their type.
+    """
+    from fast_downward.translate.pddl import conditions, f_expression
+
+    def fact(entry: list[Any]) -> Any:
+        if entry[0] == "atom":
+            return conditions.Atom(entry[1], entry[2])
+        fluent = f_expression.PrimitiveNumericExpression(entry[1], entry[2])
+        return f_expression.Assign(fluent, f_expression.NumericConstant(entry[3]))
+
+    task = SimpleNamespace(
+        types=[SimpleNamespace(name=n, supertype_names=list(up)) for n, up in record["types"]],
+        objects=[SimpleNamespace(name=n, type_name=t) for n, t in record["objects"]],
+        actions=[
+            SimpleNamespace(
+                name=name, parameters=[SimpleNamespace(name=n, type_name=t) for n, t in params]
+            )
+            for name, params in record["actions"]
+        ],
+        init=[fact(entry) for entry in record["init"]],
+    )
+    if not isinstance(record["sas"], str):
+        raise ValueError("sas is not a string")
+    return task, record["sas"]
+
+
+def _translate_on_disk(fn: Callable[..., Any], domain: str, problem: str) -> Any:
+    """``fn(domain, problem)`` through the translations kept on disk (module docstring)."""
+    from agent_gym.paths import atomic_write_bytes
+
+    path = _sas_path(domain, problem)
+    if path.is_file():
+        try:
+            record = json.loads(gzip.decompress(path.read_bytes()))
+            if record.get("format") == _SAS_FORMAT:
+                return _stored_task(record)
+        except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError) as err:
+            warnings.warn(
+                f"{path}: unreadable ALFWorld translation ({err}); translating again", stacklevel=3
+            )
+    task, sas = fn(domain, problem, verbose=False, optimize=False)
+    record = _task_record(task, sas)
+    if record is not None:
+        try:
+            atomic_write_bytes(path, gzip.compress(json.dumps(record).encode("utf-8"), 1))
+        except OSError as err:  # a read-only cache still plays every game
+            warnings.warn(f"{path}: could not keep the ALFWorld translation ({err})", stacklevel=3)
+    return task, sas
+
+
 def _pddl2sas_memo(fn: Callable[..., Any]) -> Callable[..., Any]:
     """Memoise ``fast_downward.pddl2sas(domain, problem, verbose, optimize)``.
 
     The returned planning task is only read by ``PddlState`` (actions, types, objects, init),
-    so load and reset may share one; the SAS text is an immutable string.
+    so load and reset may share one; the SAS text is an immutable string. The engine's own
+    plain translations also go through the copies kept on disk (:func:`_translate_on_disk`).
     """
+
+    def argv_kept(call: Callable[..., Any], *args: Any) -> Any:
+        argv = sys.argv  # pddl2sas overwrites sys.argv for fast-downward's option parser
+        try:
+            return call(*args)
+        finally:
+            sys.argv = argv
 
     @functools.lru_cache(maxsize=_SAS_CACHE_SIZE)
     def cached(domain: str, problem: str, optimize: bool) -> Any:
-        argv = sys.argv  # pddl2sas overwrites sys.argv for fast-downward's option parser
-        try:
-            return fn(domain, problem, verbose=False, optimize=optimize)
-        finally:
-            sys.argv = argv
+        return argv_kept(lambda: fn(domain, problem, verbose=False, optimize=optimize))
+
+    @functools.lru_cache(maxsize=_SAS_CACHE_SIZE)
+    def engine_cached(domain: str, problem: str) -> Any:
+        return argv_kept(_translate_on_disk, fn, domain, problem)
 
     def wrapper(domain: str, problem: str, verbose: bool = False, optimize: bool = False) -> Any:
         if not _enabled or verbose:
             return fn(domain, problem, verbose=verbose, optimize=optimize)
-        if optimize and getattr(_defer, "active", False):
+        engine = getattr(_defer, "active", False)
+        if optimize and engine:
             # Only the planner reads the optimised task; load_replan_task() supplies it later.
             return None, ""
+        if engine:
+            return engine_cached(domain, problem)
         return cached(domain, problem, optimize)
 
-    wrapper.cache_clear = cached.cache_clear  # type: ignore[attr-defined]
+    def cache_clear() -> None:
+        cached.cache_clear()
+        engine_cached.cache_clear()
+
+    wrapper.cache_clear = cache_clear  # type: ignore[attr-defined]
     wrapper.__wrapped__ = fn  # type: ignore[attr-defined]
     return wrapper
 

@@ -37,6 +37,7 @@ def test_replays_are_identical_with_and_without_speedup(k: int) -> None:
     env = ALFWorldEnv(split="valid_unseen", num_games=6)
     task_id = env.games.record(k).task_id
     compare_plans = k in (0, 2)  # small scenes: the planner answers in ~0.1 s
+    speedup.install()  # before stock(): the env's first reset would install it inside the block
     with speedup.stock():
         actions, stock = _record(env, task_id, None, seed=k)
         stock_plan = env._engine.plan() if compare_plans else None
@@ -64,4 +65,47 @@ def test_host_sys_argv_survives_the_engine(monkeypatch) -> None:
     with speedup.stock():
         env.reset(seed=3)
     assert sys.argv == ["my-script", "--flag"]
+    env.close()
+
+
+def test_translations_kept_on_disk_replay_identically(tmp_path, monkeypatch) -> None:
+    """A game translated by an earlier process is read back from disk: the same play, the
+    same plans; a damaged file is translated again (with a warning) and rewritten."""
+    import gzip
+    import json
+    import shutil
+    from types import SimpleNamespace
+
+    import fast_downward
+
+    monkeypatch.setenv("AGENT_GYM_HOME", str(tmp_path))
+    env = ALFWorldEnv(split="valid_unseen", num_games=6)
+    task_id = env.games.record(0).task_id
+    speedup.install()  # before stock(): the env's first reset would install it inside the block
+    with speedup.stock():
+        actions, stock = _record(env, task_id, None, seed=7)
+        stock_plan = env._engine.plan()
+
+    def replay() -> tuple[list, object]:
+        fast_downward.pddl2sas.cache_clear()  # as in a new process: only the disk remembers
+        env._engine.game_key = None
+        trace = _record(env, task_id, actions, seed=7)[1]
+        return trace, env._engine._tw._pddl_state.task
+
+    shutil.rmtree(speedup.sas_cache_dir(), ignore_errors=True)  # the game set's build kept some
+    written, task = replay()
+    files = list(speedup.sas_cache_dir().glob("*.json.gz"))
+    assert len(files) == 1 and not isinstance(task, SimpleNamespace)  # translated, then kept
+    read, task = replay()
+    assert isinstance(task, SimpleNamespace)  # from the file
+    assert written == stock and read == stock
+    assert (
+        stock_plan and env._engine.plan() == stock_plan
+    )  # from the same state, planned from the file's task
+
+    files[0].write_bytes(b"not gzip")
+    with pytest.warns(UserWarning, match="unreadable ALFWorld translation"):
+        again, _ = replay()
+    assert again == stock
+    assert json.loads(gzip.decompress(files[0].read_bytes()))["format"] >= 1
     env.close()

@@ -95,7 +95,20 @@ def _tree_logits(model: Any, inputs: dict[str, Any]) -> torch.Tensor:
         out = top_forward(model, inputs["depth"], inputs["trunk"], **shape)
     else:
         out = model(input_ids=inputs["input_ids"], use_cache=False, **shape)
-    return out.logits[0, where].float()
+    return take_rows(out.logits[0], where).float()
+
+
+def take_rows(logits: torch.Tensor, where: torch.Tensor) -> torch.Tensor:
+    """``logits[where]`` (``where`` of any shape, indexing dim 0) with a reproducible backward.
+
+    Several response tokens are often predicted by one tree position, so ``where`` repeats
+    indices. The backward of ``logits[where]`` accumulates with ``index_put_``, whose CPU
+    kernel (torch 2.13) adds repeated indices in an order that varies from call to call, so
+    two runs of one update differed in the last bits; ``index_select``'s backward adds them
+    in a fixed order (tested).
+    """
+    rows = logits.index_select(0, where.reshape(-1))
+    return rows.reshape(*where.shape, *logits.shape[1:])
 
 
 def tree_attention(model: Any) -> bool:

@@ -259,3 +259,31 @@ def test_a_token_tree_gives_each_rows_logits_and_gradients(record, attention):
     assert g0.keys() == g1.keys() and g0
     for k in g0:
         torch.testing.assert_close(g1[k], g0[k], rtol=1e-4, atol=1e-6, msg=k)
+
+
+def test_a_token_trees_logits_reach_their_rows_with_a_reproducible_gradient():
+    """Many response tokens share a tree position; their gradients add up in a fixed order.
+
+    With ``logits[where]`` the backward (index_put_ with accumulation) added repeated
+    indices in a varying order on CPU, so two runs of one update differed in the last bits.
+    Sizes as in the main job: 49,152-token vocabulary, ~900 response tokens on 300 positions.
+    """
+    from algos.learner import take_rows
+
+    gen = torch.Generator().manual_seed(0)
+    base = torch.randn(300, 49152, generator=gen)
+    where = torch.randint(0, 300, (300, 3), generator=gen)
+    upstream = torch.randn(300, 3, 49152, generator=gen)
+    grads = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(2)  # the race needs threads (the tests run on 1 otherwise)
+    try:
+        for _ in range(4):
+            logits = base.clone().requires_grad_(True)
+            rows = take_rows(logits, where)
+            assert torch.equal(rows.detach(), base[where])
+            rows.backward(upstream)
+            grads.append(logits.grad)
+    finally:
+        torch.set_num_threads(threads)
+    assert all(torch.equal(grads[0], g) for g in grads[1:])

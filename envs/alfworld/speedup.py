@@ -44,6 +44,7 @@ import json
 import sys
 import threading
 import warnings
+import zlib
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -201,7 +202,15 @@ def _translate_on_disk(fn: Callable[..., Any], domain: str, problem: str) -> Any
             record = json.loads(gzip.decompress(path.read_bytes()))
             if record.get("format") == _SAS_FORMAT:
                 return _stored_task(record)
-        except (OSError, ValueError, KeyError, TypeError, IndexError, EOFError) as err:
+        except (
+            OSError,
+            EOFError,
+            zlib.error,
+            ValueError,
+            LookupError,
+            TypeError,
+            AttributeError,
+        ) as err:
             warnings.warn(
                 f"{path}: unreadable ALFWorld translation ({err}); translating again", stacklevel=3
             )

@@ -103,9 +103,12 @@ def test_translations_kept_on_disk_replay_identically(tmp_path, monkeypatch) -> 
         stock_plan and env._engine.plan() == stock_plan
     )  # from the same state, planned from the file's task
 
-    files[0].write_bytes(b"not gzip")
-    with pytest.warns(UserWarning, match="unreadable ALFWorld translation"):
-        again, _ = replay()
-    assert again == stock
+    damaged = [b"not gzip", gzip.compress(b"[1, 2]"), gzip.compress(b'{"format": 1}')]
+    damaged.append(files[0].read_bytes()[:-40] + bytes(40))  # the end of the stream garbled
+    for data in damaged:
+        files[0].write_bytes(data)
+        with pytest.warns(UserWarning, match="unreadable ALFWorld translation"):
+            again, _ = replay()
+        assert again == stock
     assert json.loads(gzip.decompress(files[0].read_bytes()))["format"] >= 1
     env.close()

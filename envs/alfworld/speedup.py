@@ -124,11 +124,17 @@ def sas_cache_dir() -> Path:
     return cache_dir("alfworld", f"sas-v{_SAS_FORMAT}", create=False)
 
 
-def _sas_path(domain: str, problem: str) -> Path:
+@functools.cache
+def _engine_versions() -> tuple[str, str]:
+    """The TextWorld and fast-downward versions (read from package metadata once)."""
     from importlib.metadata import version
 
+    return _version(), version("fast_downward_textworld")
+
+
+def _sas_path(domain: str, problem: str) -> Path:
     key = hashlib.sha256()
-    for part in (_version(), version("fast_downward_textworld"), domain, problem):
+    for part in (*_engine_versions(), domain, problem):
         key.update(part.encode("utf-8"))
         key.update(b"\0")
     return sas_cache_dir() / f"{key.hexdigest()[:32]}.json.gz"

@@ -97,7 +97,7 @@ class Engine:
                 "pip install 'textworld[pddl]==1.7.0' alfworld==0.4.2"
             ) from err
         if fast:
-            speedup.install()
+            speedup.install_unless_disabled()
         with _reuse_free_lib():
             self._tw = PddlEnv(textworld.EnvInfos(won=True, admissible_commands=True))
         self.game_key: str | None = None

@@ -59,7 +59,10 @@ _SAS_FORMAT = 1  # the layout of the translations kept on disk; a change starts 
 
 _lock = threading.Lock()
 _originals: dict[str, Any] = {}
-_enabled = False
+_enabled = False  # read by the patched functions; set by _refresh() only
+_wanted = False  # install() was called, and no disable() since
+_opted_out = False  # disable() was called, and no install() since: engines leave it off
+_stock_blocks = 0  # stock() blocks open (in any thread: the patches are process-wide)
 _defer = threading.local()
 
 
@@ -298,12 +301,14 @@ def _copy_context(fn: Callable[..., Any]) -> Callable[..., Any]:
 
 
 def install() -> None:
-    """Apply the patches (idempotent) and enable them.
+    """Apply the patches (idempotent) and enable them, also after :func:`disable`.
+
+    Inside a :func:`stock` block the patches are applied but stay off until the block ends.
 
     Raises:
         RuntimeError: The installed TextWorld is not the verified version.
     """
-    global _enabled
+    global _wanted, _opted_out
     with _lock:
         if not _originals:
             if _version() != VERIFIED_TEXTWORLD:
@@ -311,7 +316,8 @@ def install() -> None:
                     f"agent-gym's ALFWorld speed-up is verified against textworld "
                     f"{VERIFIED_TEXTWORLD}, found {_version()}; install textworld[pddl]=="
                     f"{VERIFIED_TEXTWORLD} (pinned by agent-gym) or call "
-                    "agent_gym.envs.alfworld.speedup.disable()"
+                    "agent_gym.envs.alfworld.speedup.disable() before making the env (it then "
+                    "runs stock TextWorld)"
                 )
             import fast_downward
             import textworld.envs.pddl.logic as pddl_logic
@@ -332,13 +338,29 @@ def install() -> None:
             pddl_logic._parse_and_convert = _memoise(pddl_logic._parse_and_convert, 16)
             fast_downward.pddl2sas = _pddl2sas_memo(fast_downward.pddl2sas)
             textgen.copy_context = _copy_context(textgen.copy_context)
-        _enabled = True
+        _wanted, _opted_out = True, False
+        _refresh()
+
+
+def install_unless_disabled() -> None:
+    """:func:`install`, unless :func:`disable` was called since (what every ALFWorld engine does).
+
+    So ``disable()`` keeps the speed-up off for engines made later in the process, and lets
+    them run on a TextWorld version :func:`install` refuses.
+    """
+    if not _opted_out:
+        install()
 
 
 def disable() -> None:
-    """Make the patched functions behave exactly as stock TextWorld (the patches stay in place)."""
-    global _enabled
-    _enabled = False
+    """Make the patched functions behave exactly as stock TextWorld (the patches stay in place).
+
+    Engines made later leave them off too; :func:`install` turns them back on.
+    """
+    global _wanted, _opted_out
+    with _lock:
+        _wanted, _opted_out = False, True
+        _refresh()
 
 
 def enabled() -> bool:
@@ -348,14 +370,27 @@ def enabled() -> bool:
 
 @contextlib.contextmanager
 def stock() -> Iterator[None]:
-    """Run a block with stock TextWorld behaviour (for comparisons and benchmarks)."""
-    global _enabled
-    before = _enabled
-    _enabled = False
+    """Run a block with stock TextWorld behaviour (for comparisons and benchmarks).
+
+    Nothing inside the block turns the speed-up on, not even an engine made there (whose
+    :func:`install` takes effect when the block ends).
+    """
+    global _stock_blocks
+    with _lock:
+        _stock_blocks += 1
+        _refresh()
     try:
         yield
     finally:
-        _enabled = before
+        with _lock:
+            _stock_blocks -= 1
+            _refresh()
+
+
+def _refresh() -> None:
+    """Set :data:`_enabled` from what was asked: on when installed, not disabled, no stock block."""
+    global _enabled
+    _enabled = _wanted and _stock_blocks == 0
 
 
 @contextlib.contextmanager

@@ -37,7 +37,6 @@ def test_replays_are_identical_with_and_without_speedup(k: int) -> None:
     env = ALFWorldEnv(split="valid_unseen", num_games=6)
     task_id = env.games.record(k).task_id
     compare_plans = k in (0, 2)  # small scenes: the planner answers in ~0.1 s
-    speedup.install()  # before stock(): the env's first reset would install it inside the block
     with speedup.stock():
         actions, stock = _record(env, task_id, None, seed=k)
         stock_plan = env._engine.plan() if compare_plans else None
@@ -52,6 +51,34 @@ def test_replays_are_identical_with_and_without_speedup(k: int) -> None:
 def test_speedup_is_installed_and_pinned() -> None:
     assert speedup.VERIFIED_TEXTWORLD == version("textworld") == "1.7.0"
     ALFWorldEnv(split="valid_unseen", num_games=6).reset(seed=0)
+    assert speedup.enabled()
+
+
+def test_stock_and_disable_hold_against_engines_made_later(monkeypatch) -> None:
+    from agent_gym.envs.alfworld.engine import Engine
+
+    # An engine made inside stock() installs the patches but leaves them off until the end.
+    with speedup.stock():
+        Engine().close()
+        assert not speedup.enabled()
+        with speedup.stock():
+            assert not speedup.enabled()
+        assert not speedup.enabled()
+    assert speedup.enabled()
+    # disable() holds for engines made later, and lets them run on a TextWorld version that
+    # install() refuses (what the refusal tells the user to do).
+    with monkeypatch.context() as m:
+        m.setattr(speedup, "_originals", {})  # as if never patched ...
+        m.setattr(speedup, "_version", lambda: "0.0")  # ... on another TextWorld
+        with pytest.raises(RuntimeError, match=r"speedup\.disable\(\)"):
+            Engine()
+        speedup.disable()
+        try:
+            Engine().close()
+            assert not speedup.enabled()
+        finally:
+            m.undo()
+            speedup.install()  # on again for the rest of the session
     assert speedup.enabled()
 
 
@@ -81,7 +108,6 @@ def test_translations_kept_on_disk_replay_identically(tmp_path, monkeypatch) -> 
     monkeypatch.setenv("AGENT_GYM_HOME", str(tmp_path))
     env = ALFWorldEnv(split="valid_unseen", num_games=6)
     task_id = env.games.record(0).task_id
-    speedup.install()  # before stock(): the env's first reset would install it inside the block
     with speedup.stock():
         actions, stock = _record(env, task_id, None, seed=7)
         stock_plan = env._engine.plan()

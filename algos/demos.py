@@ -14,7 +14,8 @@ cloned, and the expert recovers from where it led (DART-style noise: the policy 
 back on track from states the expert alone never visits).
 
 Demos are cached on disk (JSONL under ``$AGENT_GYM_HOME/demos/``), keyed by everything that
-shapes them, so the second run of a recipe reads them back in a second.
+shapes them, so the second run of a recipe reads them back in a second; a damaged file is
+named in a warning, played again and rewritten (:func:`read_demos`).
 """
 
 from __future__ import annotations
@@ -177,8 +178,8 @@ def load_or_make_demos(
         else tokenizer.name_or_path
     )
     path = cache_dir("demos") / f"{demo_key(cfg, name, episodes, seed)}.jsonl"
-    if path.is_file():
-        demos = [Demo(**json.loads(line)) for line in path.read_text().splitlines() if line.strip()]
+    demos = read_demos(path) if path.is_file() else None
+    if demos is not None:
         log(f"sft: {len(demos)} demonstration steps of {episodes} episodes from {path}")
         return demos
     t0 = time.perf_counter()
@@ -190,6 +191,55 @@ def load_or_make_demos(
         f"steps in {time.perf_counter() - t0:.1f} s; cached in {path}"
     )
     return demos
+
+
+def read_demos(path: Any) -> list[Demo] | None:
+    """The demonstrations cached in ``path``, or None (with a warning) when a record is damaged.
+
+    Every record must be a JSON object with exactly :class:`Demo`'s fields, of their types;
+    the warning names the file and line, and the caller plays the expert again and rewrites
+    the file (it is a cache). Reading never executes anything.
+    """
+    import warnings
+
+    demos = []
+    for n, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            demos.append(_demo_record(json.loads(line)))
+        except ValueError as err:  # json.JSONDecodeError is a ValueError
+            warnings.warn(
+                f"{path}, line {n}: not a demonstration record ({err}); playing the expert "
+                "again and rewriting the file",
+                stacklevel=3,
+            )
+            return None
+    return demos
+
+
+_DEMO_TYPES = {"episode": int, "step": int, "prompt_ids": list, "response_ids": list, "text": str,
+               "task_id": str, "won": bool}  # fmt: skip
+
+
+def _demo_record(record: Any) -> Demo:
+    """A :class:`Demo` from one parsed JSON record, checked field by field (ValueError)."""
+    if not isinstance(record, dict):
+        raise ValueError(f"a JSON {type(record).__name__}, not an object")
+    if unknown := sorted(set(record) - set(_DEMO_TYPES)):
+        raise ValueError(f"unknown field(s) {unknown}")
+    if missing := [k for k in ("episode", "step", "prompt_ids", "response_ids", "text")
+                   if k not in record]:  # fmt: skip
+        raise ValueError(f"missing field(s) {missing}")
+    for key, value in record.items():
+        kind = _DEMO_TYPES[key]
+        exact = type(value) is kind  # bool is an int: an int field must not hold true/false
+        if not exact or (kind is list and not all(type(t) is int and t >= 0 for t in value)):
+            what = "a list of token ids" if kind is list else kind.__name__
+            raise ValueError(f"{key} is {value!r:.60}, not {what}")
+    if not record["response_ids"]:
+        raise ValueError("response_ids is empty")
+    return Demo(**record)
 
 
 def make_demos(

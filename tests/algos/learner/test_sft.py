@@ -45,6 +45,39 @@ def test_demonstrations_are_the_rollouts_prompts_and_never_the_heldout_split(tmp
         check_split(bad)
 
 
+def _damaged(line: str, how: str) -> str:
+    record = json.loads(line)
+    changes = {"prompt_ids": "abc", "won": 1, "step": True, "x": 0, "response_ids": [],
+               "episode": None}  # fmt: skip
+    if how == "token":
+        record["prompt_ids"][0] = -1
+    elif how in changes:
+        record[how] = changes[how]
+    elif how == "missing":
+        del record["text"]
+    else:
+        return how  # the line itself
+    return json.dumps(record)
+
+
+@pytest.mark.parametrize("how", ['{"episode": 0, "st', "[1, 2]", "null", "prompt_ids", "won",
+                                 "step", "x", "response_ids", "episode", "token", "missing"])  # fmt: skip
+def test_a_damaged_demonstration_cache_is_named_and_played_again(how, tmp_path, monkeypatch):
+    from algos.demos import read_demos
+
+    monkeypatch.setenv("AGENT_GYM_HOME", str(tmp_path))
+    cfg, tok = load_config(None, SFT), load_tokenizer("tiny-random")
+    demos = load_or_make_demos(cfg, tok, 3, seed=1, log=lambda *_: None, progress=False)
+    (path,) = (tmp_path / "demos").glob("*.jsonl")
+    lines = path.read_text().splitlines()
+    lines[1] = _damaged(lines[1], how)
+    path.write_text("\n".join(lines) + "\n")
+    with pytest.warns(UserWarning, match=rf"{path.name}, line 2: not a demonstration record"):
+        again = load_or_make_demos(cfg, tok, 3, seed=1, log=lambda *_: None, progress=False)
+    assert again == demos
+    assert read_demos(path) == demos  # rewritten
+
+
 def test_an_env_without_the_named_expert_is_one_clear_error():
     cfg = load_config(None, [*SFT, "sft.expert='search_expert_action'"])  # ALFWorld's, not Keypad's
     with pytest.raises(ValueError, match="sft.expert='search_expert_action'"):

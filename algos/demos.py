@@ -184,11 +184,15 @@ def load_or_make_demos(
         return demos
     t0 = time.perf_counter()
     demos = make_demos(cfg, tokenizer, episodes, seed, progress=progress)
-    atomic_write_text(path, "".join(json.dumps(asdict(d)) + "\n" for d in demos))
+    try:
+        atomic_write_text(path, "".join(json.dumps(asdict(d)) + "\n" for d in demos))
+        kept = f"cached in {path}"
+    except OSError as err:  # a full disk or read-only cache: the run goes on without it
+        kept = f"not cached ({path}: {err})"
     won = len({d.episode for d in demos if d.won})
     log(
         f"sft: played {episodes} expert episodes ({won} won) into {len(demos)} demonstration "
-        f"steps in {time.perf_counter() - t0:.1f} s; cached in {path}"
+        f"steps in {time.perf_counter() - t0:.1f} s; {kept}"
     )
     return demos
 

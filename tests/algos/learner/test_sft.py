@@ -78,6 +78,19 @@ def test_a_damaged_demonstration_cache_is_named_and_played_again(how, tmp_path, 
     assert read_demos(path) == demos  # rewritten
 
 
+def test_demonstrations_that_cannot_be_cached_are_still_used(tmp_path, monkeypatch):
+    def full_disk(path, text):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setenv("AGENT_GYM_HOME", str(tmp_path))
+    monkeypatch.setattr("agent_gym.paths.atomic_write_text", full_disk)
+    said = []
+    cfg, tok = load_config(None, SFT), load_tokenizer("tiny-random")
+    demos = load_or_make_demos(cfg, tok, 3, seed=1, log=said.append, progress=False)
+    assert demos and "not cached" in said[-1] and "No space left" in said[-1]
+    assert not list((tmp_path / "demos").iterdir())
+
+
 def test_an_env_without_the_named_expert_is_one_clear_error():
     cfg = load_config(None, [*SFT, "sft.expert='search_expert_action'"])  # ALFWorld's, not Keypad's
     with pytest.raises(ValueError, match="sft.expert='search_expert_action'"):

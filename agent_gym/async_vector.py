@@ -39,6 +39,7 @@ from agent_gym.vector import (
     check_index,
     check_timeout,
     combine_errors,
+    per_env_values,
     worker_error,
 )
 
@@ -126,12 +127,7 @@ class SubprocVectorEnv(AsyncVectorEnv):
     def set_attr(self, name: str, values: Any) -> None:
         """Set ``name`` on every sub-env (one value for all, or a list with one per env)."""
         self._assert_is_running()
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(
-                f"expected {self.num_envs} values (one per sub-env), got {len(values)}"
-            )
+        values = per_env_values(values, self.num_envs)
         self._refuse_if_pending("set_attr")
         _check_picklable(values, "value")
         with self._pipe_errors_named():

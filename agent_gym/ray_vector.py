@@ -43,6 +43,7 @@ from agent_gym.vector import (
     check_index,
     check_timeout,
     combine_errors,
+    per_env_values,
 )
 
 # The ray_init this module last passed to ray.init (to warn when a later one is ignored).
@@ -273,12 +274,7 @@ class RayVectorEnv(VectorEnv):
     def set_attr(self, name: str, values: Any) -> None:
         """Set ``name`` on every sub-env (one value for all, or a list with one per env)."""
         self._assert_open()
-        if not isinstance(values, (list, tuple)):
-            values = [values] * self.num_envs
-        if len(values) != self.num_envs:
-            raise ValueError(
-                f"expected {self.num_envs} values (one per sub-env), got {len(values)}"
-            )
+        values = per_env_values(values, self.num_envs)
         refs = {i: a.set_attr.remote(name, v) for i, (a, v) in enumerate(zip(self._actors, values))}
         self._gather(refs, "set_attr")
 

@@ -273,6 +273,19 @@ def check_actions(actions: Any, num_envs: int) -> list[Any]:
     return list(actions)
 
 
+def per_env_values(values: Any, num_envs: int) -> list[Any]:
+    """``set_attr``'s values as a list of one per sub-env (one value is given to every one).
+
+    Raises:
+        ValueError: A list or tuple whose length is not ``num_envs``.
+    """
+    if not isinstance(values, (list, tuple)):
+        return [values] * num_envs
+    if len(values) != num_envs:
+        raise ValueError(f"expected {num_envs} values (one per sub-env), got {len(values)}")
+    return list(values)
+
+
 def check_index(index: Any, num_envs: int) -> int:
     """Return ``index`` as an int after checking it names a sub-env."""
     if isinstance(index, bool) or not isinstance(index, int):

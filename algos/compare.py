@@ -66,7 +66,7 @@ def compare(
     """
     from algos.algorithms import ALGORITHMS
     from algos.checkpoint import init_chain
-    from algos.sft import finished, sft
+    from algos.sft import finished, resume_sft, sft
     from algos.trainer import resume, train
 
     for flag, values in (("--algos", algos), ("--seeds", seeds)):
@@ -96,7 +96,10 @@ def compare(
         stage = out_dir / "sft"
         if not finished(stage):
             log(f"compare: behaviour cloning once, shared by every run -> {stage}")
-            sft(base, run_dir=stage, log=log)
+            if (stage / "config.json").is_file():  # an earlier comparison stopped in it
+                resume_sft(stage, log=log)
+            else:
+                sft(base, run_dir=stage, log=log)
         init = str(stage)
     runs: dict[str, list[Path]] = {}
     start_eval: dict[str, Any] = {}  # the start's held-out rows, the same for every run
@@ -106,7 +109,7 @@ def compare(
             run_dir = out_dir / name
             cfg = load_config(recipe, _run_sets(overrides, algo, seed, out_dir, init))
             log(f"compare: {name} ({cfg.run.iterations} iterations)")
-            if (run_dir / "checkpoints").is_dir():
+            if (run_dir / "config.json").is_file():  # started by an earlier comparison
                 resume(run_dir, log=log)
             else:
                 if start_eval and not (run_dir / "eval.json").is_file():

@@ -28,15 +28,49 @@ def seed_everything(seed: int, threads: int = 0) -> None:
 
 
 def new_run_dir(cfg: Config, kind: str | None = None) -> Path:
-    """``out_dir/name`` (default ``<env>-<kind or algo>-<YYYYmmdd-HHMMSS>``), created."""
-    name = cfg.run.name or "{}-{}-{}".format(
+    """``out_dir/name`` (default ``<env>-<kind or algo>-<YYYYmmdd-HHMMSS>``), created.
+
+    A default name already taken (two runs started in the same second) gets ``-2``, ``-3``,
+    ...; a ``run.name`` whose directory holds a run is refused (:func:`check_new_run`).
+    """
+    if cfg.run.name:
+        check_new_run(cfg, kind)
+        path = Path(cfg.run.out_dir) / cfg.run.name
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+    name = "{}-{}-{}".format(
         cfg.env.id.split("/")[-1].split(":")[-1],
         kind or cfg.algo.name,
         time.strftime("%Y%m%d-%H%M%S"),
     )
-    path = Path(cfg.run.out_dir) / name
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    Path(cfg.run.out_dir).mkdir(parents=True, exist_ok=True)
+    for k in range(1, 1000):
+        path = Path(cfg.run.out_dir) / (name if k == 1 else f"{name}-{k}")
+        try:
+            path.mkdir()  # claims the name: another process's mkdir of it fails
+            return path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"{cfg.run.out_dir}: {name} and 998 more names like it are taken")
+
+
+def check_new_run(cfg: Config, kind: str | None = None) -> None:
+    """Refuse a ``run.name`` whose directory already holds a run (its ``config.json``).
+
+    A second run there would overwrite the first one's checkpoints and metrics, or, as a
+    pipeline (``model.init = "sft"``), carry on from its clone and checkpoints under the new
+    config. Called before anything is built.
+
+    Raises:
+        FileExistsError: The message names the directory and the command that continues it.
+    """
+    path = Path(cfg.run.out_dir) / cfg.run.name
+    if cfg.run.name and (path / "config.json").is_file():
+        command = "algos sft" if kind == "sft" else "algos train"
+        raise FileExistsError(
+            f"{path} already holds a run (run.name={cfg.run.name!r}); continue it with "
+            f"`{command} --resume {path}`, or give another run.name (or delete the folder)"
+        )
 
 
 def run_config(run_dir: Path) -> Config:

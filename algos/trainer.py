@@ -31,13 +31,20 @@ from algos.backends.base import SamplingParams
 from algos.batch import StepBatch
 from algos.checkpoint import init_chain, pin_init, restore_latest, save_checkpoint
 from algos.config import Config, dumps
-from algos.distributed import World, check_world, init_world, launcher_world_size
+from algos.distributed import World, check_world, init_world, launcher_rank, launcher_world_size
 from algos.envs import check_envs, iteration_seeds, make_envs
 from algos.global_batch import GlobalRows, gather_rollout, gather_rows
 from algos.learner import Learner
 from algos.metrics import MetricsLogger
 from algos.rollout import RolloutResult, rollout
-from algos.runs import new_run_dir, read_json, run_config, seed_everything, write_json
+from algos.runs import (
+    check_new_run,
+    new_run_dir,
+    read_json,
+    run_config,
+    seed_everything,
+    write_json,
+)
 
 
 @dataclass
@@ -276,6 +283,8 @@ def train(cfg: Config, *, log: Any = print) -> Path:
     """
     run_dir = None
     check_world(cfg, launcher_world_size())
+    if launcher_rank() == 0:  # rank 0 alone writes the run directory
+        check_new_run(cfg)
     if (pinned := pin_init(cfg.model.init)) != cfg.model.init:
         cfg = copy.deepcopy(cfg)  # the caller's config stays as it was
         cfg.model.init = pinned
@@ -308,7 +317,6 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
     """
     from algos.checkpoint import done_iterations
     from algos.config import apply
-    from algos.distributed import launcher_rank
 
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)

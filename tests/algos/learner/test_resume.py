@@ -75,6 +75,42 @@ def test_resuming_a_finished_run_says_so(keypad_overrides, monkeypatch):
     assert [r["iteration"] for r in read_metrics(run)] == [1]
 
 
+def test_a_second_run_under_a_taken_name_is_refused_and_the_first_kept(
+    keypad_overrides, monkeypatch
+):
+    """The same command twice must not overwrite the first run, nor (as a pipeline) carry it on
+    under another config: it is refused before anything loads, naming the resume command."""
+    from algos.sft import sft
+
+    run = train(_cfg(keypad_overrides, "taken", 1), **QUIET)
+    files = {p: p.read_bytes() for p in run.rglob("*") if p.is_file()}
+
+    def no_model(*_):
+        raise AssertionError("the model was loaded before the name was checked")
+
+    monkeypatch.setattr("algos.policy.build_models", no_model)
+    again = rf"{run} already holds a run \(run.name='taken'\); continue it with `algos train --resume {run}`"
+    with pytest.raises(FileExistsError, match=again):
+        train(_cfg(keypad_overrides, "taken", 1), **QUIET)
+    with pytest.raises(FileExistsError, match=again):  # a pipeline would reuse its stage
+        train(_cfg(keypad_overrides, "taken", 2, "model.init='sft'", "run.seed=1"), **QUIET)
+    with pytest.raises(FileExistsError, match=rf"`algos sft --resume {run}`"):
+        sft(_cfg(keypad_overrides, "taken", 1), **QUIET)
+    assert {p: p.read_bytes() for p in run.rglob("*") if p.is_file()} == files
+
+
+def test_default_run_names_taken_in_the_same_second_get_a_suffix(tmp_path, monkeypatch):
+    import time
+
+    from algos.runs import new_run_dir
+
+    monkeypatch.setattr(time, "strftime", lambda *_: "20261207-130000")
+    cfg = load_config(None, ["algo=grpo", f"run.out_dir='{tmp_path}'"])
+    names = [new_run_dir(cfg).name for _ in range(3)]
+    base = names[0]
+    assert base.endswith("-grpo-20261207-130000") and names[1:] == [f"{base}-2", f"{base}-3"]
+
+
 def test_resume_refuses_fewer_iterations_and_a_config_that_is_not_one(keypad_overrides):
     """Bad resume arguments are one error before the model loads; config.json stays as it was."""
     run = train(_cfg(keypad_overrides, "short", 2), **QUIET)

@@ -26,8 +26,8 @@ import random
 import re
 import time
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass
-from typing import Any
+from dataclasses import MISSING, asdict, dataclass, fields
+from typing import Any, get_origin, get_type_hints
 
 from algos.config import Config
 from algos.context import as_messages, fit_prompt
@@ -222,8 +222,9 @@ def read_demos(path: Any) -> list[Demo] | None:
     return demos
 
 
-_DEMO_TYPES = {"episode": int, "step": int, "prompt_ids": list, "response_ids": list, "text": str,
-               "task_id": str, "won": bool}  # fmt: skip
+#: Each :class:`Demo` field's type (``list`` for token ids), and the fields without a default.
+_DEMO_TYPES = {name: get_origin(hint) or hint for name, hint in get_type_hints(Demo).items()}
+_DEMO_REQUIRED = [f.name for f in fields(Demo) if f.default is MISSING]
 
 
 def _demo_record(record: Any) -> Demo:
@@ -232,8 +233,7 @@ def _demo_record(record: Any) -> Demo:
         raise ValueError(f"a JSON {type(record).__name__}, not an object")
     if unknown := sorted(set(record) - set(_DEMO_TYPES)):
         raise ValueError(f"unknown field(s) {unknown}")
-    if missing := [k for k in ("episode", "step", "prompt_ids", "response_ids", "text")
-                   if k not in record]:  # fmt: skip
+    if missing := [k for k in _DEMO_REQUIRED if k not in record]:
         raise ValueError(f"missing field(s) {missing}")
     for key, value in record.items():
         kind = _DEMO_TYPES[key]

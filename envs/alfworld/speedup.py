@@ -60,8 +60,7 @@ _SAS_FORMAT = 1  # the layout of the translations kept on disk; a change starts 
 _lock = threading.Lock()
 _originals: dict[str, Any] = {}
 _enabled = False  # read by the patched functions; set by _refresh() only
-_wanted = False  # install() was called, and no disable() since
-_opted_out = False  # disable() was called, and no install() since: engines leave it off
+_asked: bool | None = None  # the latest of install() (True) and disable() (False); None: neither
 _stock_blocks = 0  # stock() blocks open (in any thread: the patches are process-wide)
 _defer = threading.local()
 
@@ -308,7 +307,7 @@ def install() -> None:
     Raises:
         RuntimeError: The installed TextWorld is not the verified version.
     """
-    global _wanted, _opted_out
+    global _asked
     with _lock:
         if not _originals:
             if _version() != VERIFIED_TEXTWORLD:
@@ -338,7 +337,7 @@ def install() -> None:
             pddl_logic._parse_and_convert = _memoise(pddl_logic._parse_and_convert, 16)
             fast_downward.pddl2sas = _pddl2sas_memo(fast_downward.pddl2sas)
             textgen.copy_context = _copy_context(textgen.copy_context)
-        _wanted, _opted_out = True, False
+        _asked = True
         _refresh()
 
 
@@ -348,7 +347,7 @@ def install_unless_disabled() -> None:
     So ``disable()`` keeps the speed-up off for engines made later in the process, and lets
     them run on a TextWorld version :func:`install` refuses.
     """
-    if not _opted_out:
+    if _asked is not False:
         install()
 
 
@@ -357,9 +356,9 @@ def disable() -> None:
 
     Engines made later leave them off too; :func:`install` turns them back on.
     """
-    global _wanted, _opted_out
+    global _asked
     with _lock:
-        _wanted, _opted_out = False, True
+        _asked = False
         _refresh()
 
 
@@ -390,7 +389,7 @@ def stock() -> Iterator[None]:
 def _refresh() -> None:
     """Set :data:`_enabled` from what was asked: on when installed, not disabled, no stock block."""
     global _enabled
-    _enabled = _wanted and _stock_blocks == 0
+    _enabled = bool(_asked) and _stock_blocks == 0
 
 
 @contextlib.contextmanager

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import sys
 import textwrap
 from collections.abc import Sequence
@@ -37,6 +38,45 @@ def _parse_kv(pairs: Sequence[str]) -> dict[str, Any]:
         except json.JSONDecodeError:
             out[key] = value
     return out
+
+
+def _int_in(low: int, high: int | None = None):
+    """An argparse ``type`` for whole numbers in ``[low, high]`` (a refusal names the bound)."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if value < low or (high is not None and value > high):
+            bounds = f">= {low}" if high is None else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"must be {bounds}, got {value}")
+        return value
+
+    return parse
+
+
+def _seconds(text: str) -> float:
+    """An argparse ``type`` for a finite, non-negative number of seconds."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+    if not math.isfinite(value) or value < 0:
+        raise argparse.ArgumentTypeError(f"must be a number of seconds >= 0, got {text}")
+    return value
+
+
+#: What a wrong ``--env-arg`` or ``--split`` raises when an env is built: a one-line refusal.
+ENV_ERRORS = (gym.error.Error, ModuleNotFoundError, TypeError, ValueError, OSError)
+
+
+def _make(command: str, env_id: str, kwargs: dict[str, Any]) -> gym.Env:
+    """``gym.make(env_id, **kwargs)``, or exit with one line naming the env and the error."""
+    try:
+        return gym.make(env_id, **kwargs)
+    except ENV_ERRORS as exc:
+        raise SystemExit(f"agent-gym {command} {env_id}: {type(exc).__name__}: {exc}") from None
 
 
 def _resolve_id(name: str) -> str:
@@ -100,7 +140,7 @@ def _print_state(
 def cmd_play(args: argparse.Namespace) -> int:
     """Let a person play an env in the terminal."""
     env_id = _resolve_id(args.env)
-    env = gym.make(env_id, **_parse_kv(args.env_arg))
+    env = _make("play", env_id, _parse_kv(args.env_arg))
     try:
         obs, info = env.reset(seed=args.seed)
         limit = env.spec.max_episode_steps if env.spec is not None else None
@@ -141,8 +181,13 @@ def cmd_play(args: argparse.Namespace) -> int:
 def cmd_prepare(args: argparse.Namespace) -> int:
     """Build and cache an env's default data."""
     ids = agent_gym.ENV_IDS if args.env == "all" else (_resolve_id(args.env),)
+    kwargs = _parse_kv(args.env_arg)
     for env_id in ids:
-        print(env_class(env_id).prepare(progress=not args.quiet, **_parse_kv(args.env_arg)))
+        try:
+            built = env_class(env_id).prepare(progress=not args.quiet, **kwargs)
+        except ENV_ERRORS as exc:
+            raise SystemExit(f"agent-gym prepare {env_id}: {type(exc).__name__}: {exc}") from None
+        print(built)
     return 0
 
 
@@ -161,7 +206,7 @@ def cmd_evaluate(args: argparse.Namespace) -> int:
     )
     print(header + "\n" + "-" * len(header))
     for env_id in ids:
-        env = gym.make(env_id, **({"split": args.split} if args.split else {}))
+        env = _make("evaluate", env_id, {"split": args.split} if args.split else {})
         agent = ExpertAgent(env) if args.agent == "expert" else RandomAgent(args.seed)
         try:
             episodes = [run_episode(env, agent, seed=args.seed + i) for i in range(args.episodes)]
@@ -185,7 +230,10 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise SystemExit(f"agent-gym: only WebShop has a web site to serve, not {env_id}")
     from agent_gym.envs.webshop.server import serve
 
-    serve(port=args.port, host=args.host, **_parse_kv(args.env_arg))
+    try:
+        serve(port=args.port, host=args.host, **_parse_kv(args.env_arg))
+    except ENV_ERRORS as exc:
+        raise SystemExit(f"agent-gym serve {env_id}: {type(exc).__name__}: {exc}") from None
     return 0
 
 
@@ -209,7 +257,7 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
             idle_timeout=idle,
             max_action_chars=args.max_action_chars,
         )
-    except (gym.error.Error, ModuleNotFoundError, TypeError, ValueError, OSError) as exc:
+    except ENV_ERRORS as exc:
         raise SystemExit(f"agent-gym serve-env {args.env}: {type(exc).__name__}: {exc}") from None
     return 0
 
@@ -240,7 +288,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.set_defaults(func=cmd_list)
     p = sub_parser("play", "play an environment in the terminal")
     p.add_argument("env", help="env id or short name (alfworld, webshop, hotpotqa, papersearch)")
-    p.add_argument("--seed", type=int, default=None, help="reset seed (default: a random task)")
+    p.add_argument(
+        "--seed", type=_int_in(0), default=None, help="reset seed (default: a random task)"
+    )
     env_args(p)
     p.set_defaults(func=cmd_play)
     p = sub_parser("prepare", "build and cache an env's default data")
@@ -257,14 +307,16 @@ def build_parser() -> argparse.ArgumentParser:
         help="the env's scripted expert, or uniform over the admissible commands",
     )
     p.add_argument(
-        "--episodes", type=int, default=10, help="episodes per env (seeds seed, seed+1, ...)"
+        "--episodes", type=_int_in(1), default=10, help="episodes per env (seeds seed, seed+1, ...)"
     )
     p.add_argument("--split", default=None, help="data split (default: each env's default)")
-    p.add_argument("--seed", type=int, default=0, help="first reset seed, and the random agent's")
+    p.add_argument(
+        "--seed", type=_int_in(0), default=0, help="first reset seed, and the random agent's"
+    )
     p.set_defaults(func=cmd_evaluate)
     p = sub_parser("serve", "serve WebShop's pages over HTTP on loopback")
     p.add_argument("env", help="webshop")
-    p.add_argument("--port", type=int, default=3000, help="port to listen on")
+    p.add_argument("--port", type=_int_in(0, 65535), default=3000, help="port to listen on")
     p.add_argument("--host", default="127.0.0.1", help="bind address")
     env_args(p)
     p.set_defaults(func=cmd_serve)
@@ -273,16 +325,18 @@ def build_parser() -> argparse.ArgumentParser:
         "serve an env over the OpenEnv protocol (for TRL, other trainers, any language)",
     )
     p.add_argument("env", help="registered id or short name, or any gym.make id (module:Id too)")
-    p.add_argument("--port", type=int, default=8000, help="0 picks a free port (printed)")
+    p.add_argument(
+        "--port", type=_int_in(0, 65535), default=8000, help="0 picks a free port (printed)"
+    )
     p.add_argument("--host", default="127.0.0.1", help="bind address (no authentication!)")
-    p.add_argument("--max-sessions", type=int, default=16, help="most sessions open at once")
+    p.add_argument("--max-sessions", type=_int_in(1), default=16, help="most sessions open at once")
     p.add_argument(
         "--idle-timeout",
-        type=float,
+        type=_seconds,
         default=600.0,
         help="close sessions idle this long (s; 0: never)",
     )
-    p.add_argument("--max-action-chars", type=int, default=1_000_000, help="longest action")
+    p.add_argument("--max-action-chars", type=_int_in(1), default=1_000_000, help="longest action")
     env_args(p)
     p.set_defaults(func=cmd_serve_env)
     return parser

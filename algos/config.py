@@ -88,6 +88,8 @@ BOUNDS: dict[str, tuple[Any, Any]] = {
     "env.history_length": (0, None),
     "env.max_steps": (0, None),
     "env.step_timeout": (0, None),
+    "env.seed": (0, None),
+    "env.eval_seed": (0, None),
     "model.trainable_layers": (0, None),
     "model.lora_rank": (0, None),
     "model.lora_alpha": (1, None),
@@ -117,6 +119,7 @@ BOUNDS: dict[str, tuple[Any, Any]] = {
     "optim.tree_tokens": (0, None),
     "optim.critic_warmup": (0, None),
     "run.iterations": (0, None),
+    "run.seed": (0, 2**32 - 1),
     "run.save_every": (0, None),
     "run.keep_checkpoints": (0, None),
     "run.eval_episodes": (0, None),
@@ -129,6 +132,7 @@ BOUNDS: dict[str, tuple[Any, Any]] = {
     "sft.epochs": (1, None),
     "sft.lr": (">0", None),
     "sft.mini_batch_size": (1, None),
+    "sft.seed": (0, None),
     "dist.timeout_s": (">0", None),
     "dist.vllm_sleep_level": (0, 2),
 }
@@ -147,7 +151,7 @@ def _check_bounds(where: str, key: str, value: Any) -> None:
     if lo is not None and (value <= lo if strict else value < lo):
         raise ValueError(f"{where} = {value!r} must be {'>' if strict else '>='} {lo:g}")
     if high is not None and value > high:
-        raise ValueError(f"{where} = {value!r} must be <= {high:g}")
+        raise ValueError(f"{where} = {value!r} must be <= {high}")
 
 
 def _coerce(value: Any, hint: Any, where: str) -> Any:

@@ -177,8 +177,11 @@ def check_policy(spec: str) -> None:
         return
     kind, target = _model_policy(spec)
     if kind == "run":
-        run = run_config(split_checkpoint_path(Path(target))[0])
-        init_chain(Path(target), run.model.name)
+        try:
+            run = run_config(split_checkpoint_path(Path(target))[0])
+            init_chain(Path(target), run.model.name)
+        except (FileNotFoundError, ValueError) as exc:  # which --policy, in a table of them
+            raise type(exc)(f"--policy {spec}: {exc}") from None
 
 
 def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> Any:

@@ -23,7 +23,7 @@ def seed_everything(seed: int, threads: int = 0) -> None:
     if threads > 0:
         torch.set_num_threads(threads)
     random.seed(seed)
-    np.random.seed(seed)
+    np.random.seed(seed % 2**32)  # numpy takes 32 bits; other ranks' seeds may pass them
     torch.manual_seed(seed)
 
 

@@ -105,3 +105,35 @@ def test_every_option_has_help_and_shows_its_default(module) -> None:
         [sys.executable, "-m", module, "--help"], capture_output=True, text=True, timeout=120
     )
     assert top.returncode == 0 and "``" not in top.stdout
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        # Found by probing: each was a traceback, or (the port) served on another port:
+        # bind() takes 99999 modulo 65536.
+        (["play", "alfworld", "--seed", "-1"], "argument --seed: must be >= 0, got -1"),
+        (["evaluate", "--env", "hotpotqa", "--episodes", "0"], "must be >= 1, got 0"),
+        (["serve-env", "alfworld", "--port", "99999"], "must be from 0 to 65535, got 99999"),
+        (["serve", "webshop", "--port", "70000"], "must be from 0 to 65535, got 70000"),
+        (["serve-env", "alfworld", "--idle-timeout", "nan"], "must be a number of seconds"),
+        (["play", "alfworld", "--seed", "x"], "argument --seed: 'x' is not a whole number"),
+        (
+            ["play", "alfworld", "--env-arg", "split=bogus"],
+            "agent-gym play AgentR1/ALFWorld-v0: ValueError: unknown split 'bogus'",
+        ),
+        (
+            ["evaluate", "--env", "hotpotqa", "--split", "bogus"],
+            "agent-gym evaluate AgentR1/HotpotQA-v0: ValueError: split='bogus'",
+        ),
+        (
+            ["prepare", "hotpotqa", "--env-arg", "bogus=1"],
+            "agent-gym prepare AgentR1/HotpotQA-v0: TypeError: ",
+        ),
+    ],
+)
+def test_bad_arguments_are_one_line_refusals(args: list[str], message: str) -> None:
+    out = _cli(*args, timeout=120)
+    assert out.returncode != 0
+    assert message in out.stderr, out.stderr
+    assert "Traceback" not in out.stderr and "serving" not in out.stderr

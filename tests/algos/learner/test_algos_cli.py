@@ -174,7 +174,10 @@ def test_eval_checks_every_policy_the_split_and_the_outputs_before_playing(tmp_p
     env = ("eval", "--env", "keypad_env:AlgosTest/Keypad-v0", "--episodes", "1")
     for args, message in (
         (("--policy", "random,rnadom"), "unknown policy 'rnadom'"),
-        (("--policy", "random", "--policy", f"run:{tmp_path}"), "is not a run directory"),
+        (
+            ("--policy", "random", "--policy", f"run:{tmp_path}"),
+            f"--policy run:{tmp_path}: {tmp_path} is not a run directory",
+        ),
         (("--policy", "random", "--json", str(tmp_path)), f"--json {tmp_path}: is a folder"),
         (("--policy", "random", "--trajectories", str(tmp_path)), "--trajectories"),
         (("--policy", "random", "--split", "nope"), "env.eval_kwargs={'split': 'nope'}"),

@@ -99,6 +99,13 @@ def test_env_prompt_and_matching_reach_the_wrappers():
         ("optim.mini_batch_size=-1", "optim.mini_batch_size = -1 must be >= 0"),
         ("rollout.temperature=-1", "rollout.temperature = -1.0 must be > 0"),
         ("run.iterations=-3", "run.iterations = -3 must be >= 0"),
+        # Seeds: gym refuses negative reset seeds, numpy 2**32 and more; found when the
+        # model had loaded (run.seed) or at the first reset after cloning (env.seed), before.
+        ("run.seed=-1", "run.seed = -1 must be >= 0"),
+        ("run.seed=4294967296", "run.seed = 4294967296 must be <= 4294967295"),
+        ("env.seed=-5", "env.seed = -5 must be >= 0"),
+        ("env.eval_seed=-1", "env.eval_seed = -1 must be >= 0"),
+        ("sft.seed=-7", "sft.seed = -7 must be >= 0"),
         ("algo.clip_c=1", "algo.clip_c = 1.0 must be > 1"),
         ("model.device=gpu0", "model.device = 'gpu0': use auto, cpu, cuda, cuda:N or mps"),
         ("run.loggers=['mlflow']", "unknown logger 'mlflow'; valid: tensorboard, wandb"),
@@ -161,3 +168,18 @@ def test_run_threads_fixes_torch_cpu_threads():
         torch.set_num_threads(before)
     with pytest.raises(ValueError, match="run.threads"):
         load_config(None, ["run.threads=-1"])
+
+
+def test_the_largest_run_seed_seeds_every_rank():
+    """Rank r samples with run.seed + r * RANK_SEED_STRIDE, which may pass numpy's 32 bits."""
+    import numpy as np
+
+    from algos.distributed import World
+    from algos.runs import seed_everything
+
+    cfg = load_config(None, [f"run.seed={2**32 - 1}"])
+    for rank in (0, 3):
+        seed_everything(World(rank=rank, size=4).seed(cfg.run.seed))
+        first = np.random.random()
+        seed_everything(World(rank=rank, size=4).seed(cfg.run.seed))
+        assert np.random.random() == first

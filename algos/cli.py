@@ -257,7 +257,13 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (ValueError, FileNotFoundError, CheckpointError) as exc:
+    except (
+        ValueError,
+        FileNotFoundError,
+        FileExistsError,
+        NotADirectoryError,
+        CheckpointError,
+    ) as exc:
         print(f"algos {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

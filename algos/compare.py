@@ -24,7 +24,7 @@ from typing import Any
 
 from algos.config import load_config
 from algos.metrics import read_metrics
-from algos.runs import read_json, write_json
+from algos.runs import check_folder, read_json, write_json
 
 #: Two-sided 95% Student t quantiles by degrees of freedom (1..10); 1.96 beyond.
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
@@ -63,6 +63,7 @@ def compare(
             recipe and overrides do not load; checked for every run before any trains and
             before ``out_dir`` is created.
         FileNotFoundError: The recipe, or the starting run's checkpoint, does not exist.
+        NotADirectoryError: ``out_dir`` is, or is inside, a file.
     """
     from algos.algorithms import ALGORITHMS
     from algos.checkpoint import init_chain
@@ -83,6 +84,7 @@ def compare(
             f"{', '.join(ALGORITHMS)}"
         )
     out_dir = Path(out_dir)
+    check_folder(out_dir, "--out")
     base = load_config(recipe, list(overrides))
     for algo in algos:  # every run's config loads before the first one trains
         for seed in seeds:

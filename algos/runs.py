@@ -33,8 +33,8 @@ def new_run_dir(cfg: Config, kind: str | None = None) -> Path:
     A default name already taken (two runs started in the same second) gets ``-2``, ``-3``,
     ...; a ``run.name`` whose directory holds a run is refused (:func:`check_new_run`).
     """
+    check_new_run(cfg, kind)
     if cfg.run.name:
-        check_new_run(cfg, kind)
         path = Path(cfg.run.out_dir) / cfg.run.name
         path.mkdir(parents=True, exist_ok=True)
         return path
@@ -54,8 +54,23 @@ def new_run_dir(cfg: Config, kind: str | None = None) -> Path:
     raise FileExistsError(f"{cfg.run.out_dir}: {name} and 998 more names like it are taken")
 
 
+def check_folder(path: Path, what: str) -> None:
+    """Refuse ``path`` as a folder to make or use when it, or its nearest existing parent, is a file.
+
+    Checked before the model loads, not when the run writes its first file.
+
+    Raises:
+        NotADirectoryError: The message names ``what`` (the setting) and the file.
+    """
+    for folder in (path, *path.parents):
+        if folder.exists():
+            if not folder.is_dir():
+                raise NotADirectoryError(f"{what}: {folder} is a file, not a folder")
+            return
+
+
 def check_new_run(cfg: Config, kind: str | None = None) -> None:
-    """Refuse a ``run.name`` whose directory already holds a run (its ``config.json``).
+    """Refuse a run directory inside a file, or a ``run.name`` that holds a run (``config.json``).
 
     A second run there would overwrite the first one's checkpoints and metrics, or, as a
     pipeline (``model.init = "sft"``), carry on from its clone and checkpoints under the new
@@ -63,8 +78,13 @@ def check_new_run(cfg: Config, kind: str | None = None) -> None:
 
     Raises:
         FileExistsError: The message names the directory and the command that continues it.
+        NotADirectoryError: ``run.out_dir`` (or ``out_dir/name``) is, or is inside, a file.
     """
     path = Path(cfg.run.out_dir) / cfg.run.name
+    where = f"run.out_dir={cfg.run.out_dir!r}"
+    if cfg.run.name:
+        where += f", run.name={cfg.run.name!r}"
+    check_folder(path, where)
     if cfg.run.name and (path / "config.json").is_file():
         command = "algos sft" if kind == "sft" else "algos train"
         raise FileExistsError(

@@ -28,11 +28,19 @@ def _algos(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     )
 
 
+def _keypad_args(*overrides: str) -> list[str]:
+    """``train`` on the Keypad test recipe with the learner tests' settings and ``overrides``."""
+    sets = [s.replace("AlgosTest", "keypad_env:AlgosTest") for s in KEYPAD] + list(overrides)
+    return [
+        "train",
+        str(ROOT / "recipes/test/keypad.toml"),
+        *(a for s in sets for a in ("--set", s)),
+    ]
+
+
 def _train_keypad(tmp_path: Path, *overrides: str) -> subprocess.CompletedProcess:
     """``algos train`` on the Keypad test recipe with the learner tests' settings and ``overrides``."""
-    sets = [s.replace("AlgosTest", "keypad_env:AlgosTest") for s in KEYPAD] + list(overrides)
-    args = [a for s in sets for a in ("--set", s)]
-    return _algos("train", str(ROOT / "recipes/test/keypad.toml"), *args, cwd=tmp_path)
+    return _algos(*_keypad_args(*overrides), cwd=tmp_path)
 
 
 def test_unknown_key_lists_the_valid_ones():
@@ -186,3 +194,34 @@ def test_eval_checks_every_policy_the_split_and_the_outputs_before_playing(tmp_p
         assert out.returncode == 2, out.stderr[-2000:]
         assert message in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
         assert "eval (random)" not in out.stderr  # no episode was played
+
+
+def test_run_folders_that_cannot_be_used_are_one_line_before_anything_loads(tmp_path):
+    """A taken run.name, and an out_dir (or --out) that is a file, were tracebacks."""
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "config.json").write_text("{}")
+    (tmp_path / "afile").write_text("")
+    out_dir = f"run.out_dir='{tmp_path}'"
+    for args, message in (
+        (
+            _keypad_args(out_dir, "run.name='taken'"),
+            f"algos train: {tmp_path / 'taken'} already holds a run (run.name='taken')",
+        ),
+        (
+            _keypad_args(f"run.out_dir='{tmp_path / 'afile'}'"),
+            f"algos train: run.out_dir='{tmp_path / 'afile'}': {tmp_path / 'afile'} is a file, "
+            "not a folder",
+        ),
+        (
+            _keypad_args(out_dir, "run.name='afile/x'"),
+            f"run.name='afile/x': {tmp_path / 'afile'} is a file, not a folder",
+        ),
+        (
+            ("compare", str(ROOT / "recipes/test/keypad.toml"), "--out", str(tmp_path / "afile")),
+            f"algos compare: --out: {tmp_path / 'afile'} is a file, not a folder",
+        ),
+    ):
+        out = _algos(*args, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr[-2000:]
+        assert message in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+        assert len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]

@@ -13,11 +13,12 @@ Examples::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import sys
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -67,16 +68,23 @@ def _seconds(text: str) -> float:
     return value
 
 
-#: What a wrong ``--env-arg`` or ``--split`` raises when an env is built: a one-line refusal.
+#: What a wrong ``--env-arg``, ``--split`` or address raises when an env is built or served.
 ENV_ERRORS = (gym.error.Error, ModuleNotFoundError, TypeError, ValueError, OSError)
+
+
+@contextlib.contextmanager
+def _one_line(command: str, env: str) -> Iterator[None]:
+    """Exit with one line naming the command, the env and the error, not a traceback."""
+    try:
+        yield
+    except ENV_ERRORS as exc:
+        raise SystemExit(f"agent-gym {command} {env}: {type(exc).__name__}: {exc}") from None
 
 
 def _make(command: str, env_id: str, kwargs: dict[str, Any]) -> gym.Env:
     """``gym.make(env_id, **kwargs)``, or exit with one line naming the env and the error."""
-    try:
+    with _one_line(command, env_id):
         return gym.make(env_id, **kwargs)
-    except ENV_ERRORS as exc:
-        raise SystemExit(f"agent-gym {command} {env_id}: {type(exc).__name__}: {exc}") from None
 
 
 def _resolve_id(name: str) -> str:
@@ -183,11 +191,8 @@ def cmd_prepare(args: argparse.Namespace) -> int:
     ids = agent_gym.ENV_IDS if args.env == "all" else (_resolve_id(args.env),)
     kwargs = _parse_kv(args.env_arg)
     for env_id in ids:
-        try:
-            built = env_class(env_id).prepare(progress=not args.quiet, **kwargs)
-        except ENV_ERRORS as exc:
-            raise SystemExit(f"agent-gym prepare {env_id}: {type(exc).__name__}: {exc}") from None
-        print(built)
+        with _one_line("prepare", env_id):
+            print(env_class(env_id).prepare(progress=not args.quiet, **kwargs))
     return 0
 
 
@@ -230,10 +235,8 @@ def cmd_serve(args: argparse.Namespace) -> int:
         raise SystemExit(f"agent-gym: only WebShop has a web site to serve, not {env_id}")
     from agent_gym.envs.webshop.server import serve
 
-    try:
+    with _one_line("serve", env_id):
         serve(port=args.port, host=args.host, **_parse_kv(args.env_arg))
-    except ENV_ERRORS as exc:
-        raise SystemExit(f"agent-gym serve {env_id}: {type(exc).__name__}: {exc}") from None
     return 0
 
 
@@ -247,7 +250,7 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
     except ImportError as exc:
         raise SystemExit(f"agent-gym: {exc}") from None
     idle = None if args.idle_timeout <= 0 else args.idle_timeout
-    try:
+    with _one_line("serve-env", args.env):
         serve(
             env_id,
             _parse_kv(args.env_arg),
@@ -257,8 +260,6 @@ def cmd_serve_env(args: argparse.Namespace) -> int:
             idle_timeout=idle,
             max_action_chars=args.max_action_chars,
         )
-    except ENV_ERRORS as exc:
-        raise SystemExit(f"agent-gym serve-env {args.env}: {type(exc).__name__}: {exc}") from None
     return 0
 
 

@@ -371,7 +371,13 @@ def init_chain(run_dir: Path, model_name: str | None = None, _depth: int = 0) ->
     chain: list[Path] = []
     config = run_dir / "config.json"
     if config.is_file():
-        other = json.loads(config.read_text()).get("model", {})
+        try:
+            other = json.loads(config.read_text())["model"]
+        except (ValueError, TypeError, KeyError) as exc:
+            raise ValueError(
+                f"model.init={str(run_dir)!r}: {config} is not a run's config (JSON with a "
+                f"[model] section): {type(exc).__name__}: {exc}"
+            ) from None
         if model_name is not None and other.get("name", model_name) != model_name:
             raise ValueError(
                 f"model.init={str(run_dir)!r} trained {other['name']!r}, this run loads "

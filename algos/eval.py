@@ -180,8 +180,10 @@ def check_policy(spec: str) -> None:
         try:
             run = run_config(split_checkpoint_path(Path(target))[0])
             init_chain(Path(target), run.model.name)
-        except (FileNotFoundError, ValueError) as exc:  # which --policy, in a table of them
-            raise type(exc)(f"--policy {spec}: {exc}") from None
+        except FileNotFoundError as exc:  # which --policy, in a table of them
+            raise FileNotFoundError(f"--policy {spec}: {exc}") from None
+        except ValueError as exc:  # a subclass (JSONDecodeError) takes other arguments
+            raise ValueError(f"--policy {spec}: {exc}") from None
 
 
 def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> Any:

@@ -124,6 +124,17 @@ def test_resume_refuses_fewer_iterations_and_a_config_that_is_not_one(keypad_ove
         resume(run, **QUIET)
 
 
+@pytest.mark.parametrize("text", ["{", "[1, 2]", '{"run": {}}'])
+def test_a_starting_run_whose_config_is_damaged_is_named(tmp_path, text):
+    """model.init (or eval's run:) reads the other run's config.json; a damaged one was a bare
+    JSONDecodeError (naming no file) or an AttributeError."""
+    from algos.checkpoint import init_chain
+
+    (tmp_path / "config.json").write_text(text)
+    with pytest.raises(ValueError, match=rf"{tmp_path / 'config.json'} is not a run's config"):
+        init_chain(tmp_path, "smollm2-135m")
+
+
 def test_a_run_killed_before_its_first_checkpoint_starts_over(keypad_overrides, tmp_path):
     """Killed in iteration 1 (config.json and a torn metrics line, no checkpoint): resume runs it."""
     full = train(_cfg(keypad_overrides, "whole", 1), **QUIET)

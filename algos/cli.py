@@ -250,6 +250,10 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+#: What bad input (or a server that does not answer) raises: one line naming it, exit status 2.
+REFUSALS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, ConnectionError)
+
+
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``algos`` console script."""
     from algos.checkpoint import CheckpointError
@@ -257,13 +261,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (
-        ValueError,
-        FileNotFoundError,
-        FileExistsError,
-        NotADirectoryError,
-        CheckpointError,
-    ) as exc:
+    except (*REFUSALS, CheckpointError) as exc:
         print(f"algos {args.command}: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:

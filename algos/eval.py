@@ -168,14 +168,24 @@ def check_policy(spec: str) -> None:
     first one plays.
 
     Raises:
-        ValueError: An unknown spec, or a run that trained another model than it names.
+        ValueError: An unknown spec, a run that trained another model than it names, ``vllm:``
+            where vLLM is not installed, or ``openai:`` with something other than a URL.
         FileNotFoundError: ``run:`` names a folder without a run's config or checkpoint.
     """
+    from algos.backends import check_backend
+    from algos.backends.openai import check_base_url
     from algos.checkpoint import init_chain, split_checkpoint_path
 
     if is_reference_agent(spec):
         return
     kind, target = _model_policy(spec)
+    if kind == "vllm":
+        check_backend("vllm", f"--policy {spec}")
+    if kind == "openai":
+        try:
+            check_base_url(target)
+        except ValueError as exc:
+            raise ValueError(f"--policy {spec}: {exc}") from None
     if kind == "run":
         try:
             run = run_config(split_checkpoint_path(Path(target))[0])

@@ -358,8 +358,11 @@ def _sft_stage(cfg: Config, run_dir: Path, log: Any) -> None:
 
 
 def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
+    from algos.backends import check_backend
     from algos.eval import evaluate
 
+    # Before the pipeline's cloning and the model load, which a missing vLLM would waste.
+    check_backend(cfg.rollout.backend, f"rollout.backend = {cfg.rollout.backend!r}")
     if cfg.model.init == "sft":
         _sft_stage(cfg, run_dir, log)
         resume = bool(list((run_dir / "checkpoints").glob("iter_*")))  # killed before RL: start it

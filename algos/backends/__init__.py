@@ -9,6 +9,19 @@ from algos.backends.base import Generation, PolicyBackend, SamplingParams
 BACKENDS = ("hf", "vllm", "openai")
 
 
+def check_backend(name: str, where: str) -> None:
+    """Refuse a backend this machine cannot run, before any model loads.
+
+    Raises:
+        ValueError: ``vllm`` where vLLM is not installed; the message starts with ``where``.
+    """
+    if name == "vllm":
+        from algos.backends.vllm import NEEDS_VLLM, vllm_installed
+
+        if not vllm_installed():
+            raise ValueError(f"{where}: {NEEDS_VLLM}")
+
+
 def make_backend(
     name: str,
     model: Any = None,

@@ -16,10 +16,25 @@ from __future__ import annotations
 
 import json
 import urllib.error
+import urllib.parse
 import urllib.request
 from typing import Any
 
 from algos.backends.base import Generation, SamplingParams
+
+
+def check_base_url(base_url: str) -> None:
+    """Refuse a server root that is not an ``http://`` or ``https://`` URL with a host.
+
+    Raises:
+        ValueError: Naming the URL.
+    """
+    parts = urllib.parse.urlsplit(base_url)
+    if parts.scheme not in ("http", "https") or not parts.netloc:
+        raise ValueError(
+            f"openai backend: {base_url!r} is not a server URL; give one like "
+            "http://127.0.0.1:8000 (with or without /v1)"
+        )
 
 
 class OpenAIBackend:
@@ -31,6 +46,9 @@ class OpenAIBackend:
         tokenizer: The served model's tokenizer for token mode, or None for chat mode.
         api_key: Sent as a bearer token (``EMPTY`` for local servers).
         timeout: Seconds per request.
+
+    Raises:
+        ValueError: ``base_url`` is not an http(s) URL.
     """
 
     def __init__(
@@ -42,6 +60,7 @@ class OpenAIBackend:
         api_key: str = "EMPTY",
         timeout: float = 120.0,
     ) -> None:
+        check_base_url(base_url)
         url = base_url.rstrip("/")
         self.base_url = url if url.endswith("/v1") else url + "/v1"
         self.model, self.tokenizer, self.api_key, self.timeout = model, tokenizer, api_key, timeout

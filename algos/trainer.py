@@ -282,7 +282,7 @@ def train(cfg: Config, *, log: Any = print) -> Path:
     the evaluation "before" is then the cloned policy, the one RL starts from.
     """
     run_dir = None
-    check_world(cfg, launcher_world_size())
+    _check_machine(cfg)
     if launcher_rank() == 0:  # rank 0 alone writes the run directory
         check_new_run(cfg)
     if (pinned := pin_init(cfg.model.init)) != cfg.model.init:
@@ -320,7 +320,7 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
 
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
-    check_world(cfg, launcher_world_size())
+    _check_machine(cfg)
     done = done_iterations(run_dir)
     if iterations is not None:
         if iterations < done:
@@ -342,6 +342,17 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
     return _run(cfg, run_dir, log, resume=started)
 
 
+def _check_machine(cfg: Config) -> None:
+    """Refuse a config this machine cannot run: the launcher's processes, the rollout backend.
+
+    Called first, before a run directory is made, a stage clones or a model loads.
+    """
+    from algos.backends import check_backend
+
+    check_world(cfg, launcher_world_size())
+    check_backend(cfg.rollout.backend, f"rollout.backend = {cfg.rollout.backend!r}")
+
+
 def _sft_stage(cfg: Config, run_dir: Path, log: Any) -> None:
     """The pipeline's first stage: clone the expert into ``run_dir/sft`` (or finish doing so)."""
     from algos.sft import finished, resume_sft, sft
@@ -358,11 +369,8 @@ def _sft_stage(cfg: Config, run_dir: Path, log: Any) -> None:
 
 
 def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
-    from algos.backends import check_backend
     from algos.eval import evaluate
 
-    # Before the pipeline's cloning and the model load, which a missing vLLM would waste.
-    check_backend(cfg.rollout.backend, f"rollout.backend = {cfg.rollout.backend!r}")
     if cfg.model.init == "sft":
         _sft_stage(cfg, run_dir, log)
         resume = bool(list((run_dir / "checkpoints").glob("iter_*")))  # killed before RL: start it

@@ -262,3 +262,4 @@ def test_a_backend_that_cannot_run_here_is_one_line_before_anything_loads(tmp_pa
         assert message in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
         assert "eval (random)" not in out.stderr and "sft:" not in out.stderr  # nothing played
     assert not any(tmp_path.glob("*/sft")), "the pipeline cloned before refusing the backend"
+    assert not any(tmp_path.glob("*/config.json")), "a refused start left a run directory"

@@ -181,19 +181,16 @@ def check_policy(spec: str) -> None:
     kind, target = _model_policy(spec)
     if kind == "vllm":
         check_backend("vllm", f"--policy {spec}")
-    if kind == "openai":
-        try:
+    try:  # every refusal names its --policy: a table has several
+        if kind == "openai":
             check_base_url(target)
-        except ValueError as exc:
-            raise ValueError(f"--policy {spec}: {exc}") from None
-    if kind == "run":
-        try:
+        elif kind == "run":
             run = run_config(split_checkpoint_path(Path(target))[0])
             init_chain(Path(target), run.model.name)
-        except FileNotFoundError as exc:  # which --policy, in a table of them
-            raise FileNotFoundError(f"--policy {spec}: {exc}") from None
-        except ValueError as exc:  # a subclass (JSONDecodeError) takes other arguments
-            raise ValueError(f"--policy {spec}: {exc}") from None
+    except FileNotFoundError as exc:
+        raise FileNotFoundError(f"--policy {spec}: {exc}") from None
+    except ValueError as exc:  # a subclass (JSONDecodeError) takes other arguments
+        raise ValueError(f"--policy {spec}: {exc}") from None
 
 
 def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> Any:

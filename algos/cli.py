@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import tempfile
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -83,6 +84,7 @@ def _compare(args: argparse.Namespace) -> int:
 
 def _eval(args: argparse.Namespace) -> int:
     from agent_gym.episode import summarize
+    from agent_gym.paths import atomic_write_text
     from algos.config import load_config
     from algos.envs import check_envs
     from algos.eval import (
@@ -102,10 +104,8 @@ def _eval(args: argparse.Namespace) -> int:
     if args.episodes < 1:
         raise ValueError(f"--episodes {args.episodes}: play at least 1 held-out task")
     for flag, path in (("--json", args.json), ("--trajectories", args.trajectories)):
-        if path and not Path(path).parent.is_dir():  # say so now, not after every episode
-            raise ValueError(f"{flag} {path}: its folder {Path(path).parent} does not exist")
-        if path and Path(path).is_dir():
-            raise ValueError(f"{flag} {path}: is a folder; give a file name in it")
+        if path:  # say so now, not after every episode
+            _check_output(flag, Path(path))
     for spec in policies:  # the last policy's typo before the first one plays
         check_policy(spec)
     check_envs(cfg, training=False)  # an unknown --split is one line, not a traceback
@@ -139,8 +139,26 @@ def _eval(args: argparse.Namespace) -> int:
                 f"n={block['episodes']}"
             )
     if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=2))
+        atomic_write_text(args.json, json.dumps(results, indent=2))
     return 0
+
+
+def _check_output(flag: str, path: Path) -> None:
+    """Refuse an output file that could not be written, before anything is played.
+
+    Raises:
+        ValueError: ``path``'s folder does not exist or cannot be written in, or ``path``
+            is a folder; the message names ``flag``.
+    """
+    if not path.parent.is_dir():
+        raise ValueError(f"{flag} {path}: its folder {path.parent} does not exist")
+    if path.is_dir():
+        raise ValueError(f"{flag} {path}: is a folder; give a file name in it")
+    try:  # the one sure test of a folder (permissions, a read-only mount, /proc)
+        with tempfile.TemporaryFile(dir=path.parent):
+            pass
+    except OSError as exc:
+        raise ValueError(f"{flag} {path}: cannot write in {path.parent} ({exc.strerror})") from None
 
 
 def _list(args: argparse.Namespace) -> int:

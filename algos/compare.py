@@ -59,16 +59,18 @@ def compare(
     """Train every (algorithm, seed) and write the comparison; return ``out_dir``.
 
     Raises:
-        ValueError: An algorithm or seed is given twice, an algorithm is unknown, or the
-            recipe and overrides do not load; checked for every run before any trains and
-            before ``out_dir`` is created.
+        ValueError: An algorithm or seed is given twice, an algorithm is unknown, the
+            recipe and overrides do not load, or the env, the expert or the backend cannot
+            run here; checked for every run before any trains and before ``out_dir`` is
+            created.
         FileNotFoundError: The recipe, or the starting run's checkpoint, does not exist.
         NotADirectoryError: ``out_dir`` is, or is inside, a file.
     """
     from algos.algorithms import ALGORITHMS
     from algos.checkpoint import init_chain
+    from algos.envs import check_envs
     from algos.sft import finished, resume_sft, sft
-    from algos.trainer import resume, train
+    from algos.trainer import check_machine, resume, train
 
     for flag, values in (("--algos", algos), ("--seeds", seeds)):
         twice = sorted({str(v) for v in values if values.count(v) > 1})
@@ -93,6 +95,8 @@ def compare(
     start = base.model.init if init is None else init
     if start not in ("", "sft"):  # a wrong starting run is one line, not an empty --out
         init_chain(Path(start), base.model.name)
+    check_machine(base)  # so are an env, an expert or a backend that cannot run here
+    check_envs(base, experts=base.sft.expert if start == "sft" else None)
     out_dir.mkdir(parents=True, exist_ok=True)
     if init is None and base.model.init == "sft":
         stage = out_dir / "sft"

@@ -141,6 +141,8 @@ def check_envs(cfg: Config, *, experts: str | None = None, training: bool = True
     for where, kwargs in settings:
         try:
             env = gym.make(env_id, **kwargs)
+        except (ImportError, gym.error.Error) as exc:  # 'module:Id' whose module or Id is not there
+            raise ValueError(f"env.id={cfg.env.id!r}: {exc}") from None
         except TypeError as exc:
             raise ValueError(f"{where}={kwargs!r}: {env_id} does not take them ({exc})") from None
         except (ValueError, FileNotFoundError, OSError) as exc:

@@ -282,7 +282,7 @@ def train(cfg: Config, *, log: Any = print) -> Path:
     the evaluation "before" is then the cloned policy, the one RL starts from.
     """
     run_dir = None
-    _check_machine(cfg)
+    check_machine(cfg)
     if launcher_rank() == 0:  # rank 0 alone writes the run directory
         check_new_run(cfg)
     if (pinned := pin_init(cfg.model.init)) != cfg.model.init:
@@ -320,7 +320,7 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
 
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
-    _check_machine(cfg)
+    check_machine(cfg)
     done = done_iterations(run_dir)
     if iterations is not None:
         if iterations < done:
@@ -342,7 +342,7 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
     return _run(cfg, run_dir, log, resume=started)
 
 
-def _check_machine(cfg: Config) -> None:
+def check_machine(cfg: Config) -> None:
     """Refuse a config this machine cannot run: the launcher's processes, the rollout backend.
 
     Called first, before a run directory is made, a stage clones or a model loads.

@@ -188,6 +188,8 @@ def test_eval_checks_every_policy_the_split_and_the_outputs_before_playing(tmp_p
         ),
         (("--policy", "random", "--json", str(tmp_path)), f"--json {tmp_path}: is a folder"),
         (("--policy", "random", "--trajectories", str(tmp_path)), "--trajectories"),
+        (("--policy", "random", "--json", "/proc/eval.json"), "--json /proc/eval.json: cannot"),
+        (("--policy", "random", "--env", "no_such_module:Foo-v0"), "No module named"),
         (("--policy", "random", "--split", "nope"), "env.eval_kwargs={'split': 'nope'}"),
     ):
         out = _algos(*env, *args, cwd=tmp_path)

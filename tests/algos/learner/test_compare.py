@@ -7,6 +7,7 @@ import json
 import pytest
 from conftest import KEYPAD
 
+from algos.backends.vllm import vllm_installed
 from algos.compare import compare
 from algos.config import dumps, load_config
 from algos.metrics import read_metrics
@@ -65,6 +66,15 @@ def test_more_seeds_later_keep_the_finished_runs(tmp_path):
         (["grpo"], [0, 1, 0], [], ValueError, "--seeds 0 1 0: 0 given twice"),
         (["grpo", "grpo"], [0], [], ValueError, "--algos grpo grpo: grpo given twice"),
         (["grpo"], [0], ["model.init='/no/such/run'"], FileNotFoundError, "no complete checkpoint"),
+        (["grpo"], [0], ["env.id='no_such_module:Foo-v0'"], ValueError, "No module named"),
+        pytest.param(
+            ["grpo"],
+            [0],
+            ["rollout.backend='vllm'"],
+            ValueError,
+            "needs vLLM",
+            marks=pytest.mark.skipif(vllm_installed(), reason="vLLM is installed here"),
+        ),
     ],
 )
 def test_a_bad_comparison_fails_before_any_run_or_folder(tmp_path, algos, seeds, extra, error,

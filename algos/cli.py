@@ -107,7 +107,7 @@ def _eval(args: argparse.Namespace) -> int:
         if path:  # say so now, not after every episode
             _check_output(flag, Path(path))
     for spec in policies:  # the last policy's typo before the first one plays
-        check_policy(spec)
+        check_policy(spec, cfg)
     check_envs(cfg, training=False)  # an unknown --split is one line, not a traceback
     out = open(args.trajectories, "w", encoding="utf-8") if args.trajectories else nullcontext()
     rows, results = [], {}

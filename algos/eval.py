@@ -161,7 +161,7 @@ def _model_policy(spec: str) -> tuple[str, str]:
     return kind, target
 
 
-def check_policy(spec: str) -> None:
+def check_policy(spec: str, cfg: Config) -> None:
     """Refuse a policy spec that :func:`open_policy` or :func:`play_agent` would refuse.
 
     Reads only names and JSON files, so a table of policies fails on its last one before the
@@ -169,12 +169,15 @@ def check_policy(spec: str) -> None:
 
     Raises:
         ValueError: An unknown spec, a run that trained another model than it names, ``vllm:``
-            where vLLM is not installed, or ``openai:`` with something other than a URL.
-        FileNotFoundError: ``run:`` names a folder without a run's config or checkpoint.
+            where vLLM is not installed, ``openai:`` with something other than a URL, or a
+            model setting this machine cannot load (:func:`algos.policy.check_model`).
+        FileNotFoundError: ``run:`` names a folder without a run's config or checkpoint, or
+            the model is not on this machine.
     """
     from algos.backends import check_backend
     from algos.backends.openai import check_base_url
-    from algos.checkpoint import init_chain, split_checkpoint_path
+    from algos.checkpoint import init_chain
+    from algos.policy import check_model
 
     if is_reference_agent(spec):
         return
@@ -184,13 +187,31 @@ def check_policy(spec: str) -> None:
     try:  # every refusal names its --policy: a table has several
         if kind == "openai":
             check_base_url(target)
-        elif kind == "run":
-            run = run_config(split_checkpoint_path(Path(target))[0])
-            init_chain(Path(target), run.model.name)
+        elif kind in ("hf", "run"):
+            model_cfg = _model_config(kind, target, cfg)
+            if kind == "run":
+                init_chain(Path(target), model_cfg.model.name)
+            check_model(model_cfg)
     except FileNotFoundError as exc:
         raise FileNotFoundError(f"--policy {spec}: {exc}") from None
     except ValueError as exc:  # a subclass (JSONDecodeError) takes other arguments
         raise ValueError(f"--policy {spec}: {exc}") from None
+
+
+def _model_config(kind: str, target: str, cfg: Config) -> Config:
+    """The config whose model an ``hf:`` or ``run:`` policy loads (``run:``: the run's own)."""
+    from algos.checkpoint import split_checkpoint_path
+
+    if kind == "hf":
+        cfg = copy.deepcopy(cfg)
+        cfg.model.name = target or cfg.model.name
+        cfg.model.init = ""
+    else:
+        cfg = run_config(split_checkpoint_path(Path(target))[0])
+        cfg.model.init = target  # the run's own weights on top of its starting point
+    cfg.algo.kl_coef = 0.0  # evaluation needs no reference copy ...
+    cfg.algo.name = "grpo"  # ... and no critic
+    return cfg
 
 
 def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> Any:
@@ -204,18 +225,9 @@ def open_policy(spec: str, cfg: Config, *, served_model: str | None = None) -> A
 
     kind, target = _model_policy(spec)
     if kind in ("hf", "run"):
-        from algos.checkpoint import split_checkpoint_path
         from algos.policy import build_models
 
-        run_dir = split_checkpoint_path(Path(target))[0]
-        cfg = copy.deepcopy(cfg) if kind == "hf" else run_config(run_dir)
-        if kind == "hf":
-            cfg.model.name = target or cfg.model.name
-            cfg.model.init = ""
-        else:
-            cfg.model.init = target  # the run's own weights on top of its starting point
-        cfg.algo.kl_coef = 0.0  # evaluation needs no reference copy ...
-        cfg.algo.name = "grpo"  # ... and no critic
+        cfg = _model_config(kind, target, cfg)
         models = build_models(cfg)
         return make_backend(
             "hf", models.model, models.tokenizer, seed=cfg.run.seed,

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import importlib.util
+import json
 import os
 import re
 from pathlib import Path
@@ -183,6 +184,35 @@ def model_path(name: str) -> str:
         "copy the model folder onto this machine (e.g. `huggingface-cli download ID "
         "--local-dir DIR` where the Hub is reachable) and pass --set model=DIR"
     )
+
+
+def model_layers(name: str) -> int | None:
+    """The number of decoder layers of model ``name``, read without loading it.
+
+    None where its ``config.json`` does not say or does not exist yet (SmolLM2 before its
+    first conversion).
+
+    Raises:
+        FileNotFoundError: ``name`` does not resolve (:func:`model_path`), or is
+            ``smollm2-135m`` without its package.
+    """
+    if name == "tiny-random":
+        return TINY_CONFIG["num_hidden_layers"]
+    if name == "smollm2-135m":
+        smollm2_gguf_dir()  # installed?
+        from agent_gym.paths import cache_dir
+
+        folder = cache_dir("models") / "smollm2-135m-instruct"  # as smollm2_hf_dir writes it
+    else:
+        folder = Path(model_path(name))
+    try:
+        config = json.loads((folder / "config.json").read_text())
+    except (OSError, ValueError):
+        return None
+    layers = config.get(
+        "num_hidden_layers", (config.get("text_config") or {}).get("num_hidden_layers")
+    )
+    return layers if isinstance(layers, int) else None
 
 
 def load_tokenizer(name: str) -> Any:

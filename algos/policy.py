@@ -40,6 +40,27 @@ def resolve_device(name: str) -> str:
     return name
 
 
+def check_model(cfg: Config) -> None:
+    """Refuse a model this machine cannot load, without loading it (before any run folder).
+
+    The device (:func:`resolve_device`), the name (resolved offline, :func:`model_path`) and
+    ``model.trainable_layers`` against the layer count in the model's ``config.json``.
+
+    Raises:
+        ValueError: No such device, or more trainable layers than the model has.
+        FileNotFoundError: The name does not resolve to a model on this machine.
+    """
+    from algos.models import model_layers
+
+    m = cfg.model
+    resolve_device(m.device)
+    layers = model_layers(m.name)
+    if m.trainable_layers and layers is not None and m.trainable_layers > layers:
+        raise ValueError(
+            f"model.trainable_layers={m.trainable_layers}, but {m.name} has {layers} decoder layers"
+        )
+
+
 def native_bfloat16(device: str) -> bool:
     """Whether ``device`` multiplies bfloat16 matrices in hardware (AVX512-BF16 or AMX on a CPU).
 

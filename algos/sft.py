@@ -137,6 +137,7 @@ def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
     """Clone the expert per ``cfg`` into a new run directory (or ``run_dir``); return it."""
     from algos.checkpoint import init_chain, pin_init
     from algos.envs import check_envs
+    from algos.policy import check_model
     from algos.runs import new_run_dir
 
     cfg = copy.deepcopy(cfg)
@@ -144,6 +145,7 @@ def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
         cfg.model.init = ""
     cfg.model.init = pin_init(cfg.model.init)
     check_split(cfg)
+    check_model(cfg)
     check_envs(cfg, experts=cfg.sft.expert)
     if cfg.model.init:
         init_chain(Path(cfg.model.init), cfg.model.name)

@@ -343,14 +343,16 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
 
 
 def check_machine(cfg: Config) -> None:
-    """Refuse a config this machine cannot run: the launcher's processes, the rollout backend.
+    """Refuse a config this machine cannot run: the launcher's processes, the backend, the model.
 
     Called first, before a run directory is made, a stage clones or a model loads.
     """
     from algos.backends import check_backend
+    from algos.policy import check_model
 
     check_world(cfg, launcher_world_size())
     check_backend(cfg.rollout.backend, f"rollout.backend = {cfg.rollout.backend!r}")
+    check_model(cfg)
 
 
 def _sft_stage(cfg: Config, run_dir: Path, log: Any) -> None:

@@ -190,6 +190,7 @@ def test_eval_checks_every_policy_the_split_and_the_outputs_before_playing(tmp_p
         (("--policy", "random", "--trajectories", str(tmp_path)), "--trajectories"),
         (("--policy", "random", "--json", "/proc/eval.json"), "--json /proc/eval.json: cannot"),
         (("--policy", "random", "--env", "no_such_module:Foo-v0"), "No module named"),
+        (("--policy", "random,hf:no-such-model"), "--policy hf:no-such-model: model 'no-such-"),
         (("--policy", "random", "--split", "nope"), "env.eval_kwargs={'split': 'nope'}"),
     ):
         out = _algos(*env, *args, cwd=tmp_path)
@@ -227,6 +228,29 @@ def test_run_folders_that_cannot_be_used_are_one_line_before_anything_loads(tmp_
         assert out.returncode == 2, out.stderr[-2000:]
         assert message in out.stderr and "Traceback" not in out.stderr, out.stderr[-2000:]
         assert len(out.stderr.strip().splitlines()) == 1, out.stderr[-2000:]
+
+
+def test_a_model_that_cannot_load_here_is_one_line_before_a_run_folder(tmp_path):
+    """A model name that resolves to nothing, more trainable layers than the model has, or CUDA
+    where there is none failed as the model loaded, after the run folder was made (and, in a
+    pipeline, after cloning's demonstrations): the same command then found its name taken."""
+    import torch
+
+    cases = [
+        ("model.name='no-such-model'", "model 'no-such-model' is not a built-in name"),
+        ("model.trainable_layers=3", "model.trainable_layers=3, but tiny-random has 2 decoder"),
+    ]
+    if not torch.cuda.is_available():
+        cases.append(("model.device='cuda'", "model.device='cuda', but torch sees no CUDA device"))
+    for setting, message in cases:
+        for command in ("train", "sft"):
+            args = _keypad_args(f"run.out_dir='{tmp_path}'", "model.init='sft'", setting)
+            out = _algos(command, *args[1:], cwd=tmp_path)
+            assert out.returncode == 2, out.stderr[-2000:]
+            assert f"algos {command}: {message}" in out.stderr, out.stderr[-2000:]
+            assert "Traceback" not in out.stderr, out.stderr[-2000:]
+            assert "demonstration" not in out.stdout + out.stderr  # nothing was played
+    assert not any(tmp_path.iterdir()), "a refused start left a run folder"
 
 
 def test_a_backend_that_cannot_run_here_is_one_line_before_anything_loads(tmp_path):

@@ -351,6 +351,11 @@ def load_config(path: str | Path | None = None, overrides: list[str] | tuple = (
     if path is not None:
         source = str(path)
         data = read_recipe(path)
+    if "profile" in data:  # a run's config.json records the profile it applied; a recipe chooses
+        raise ValueError(
+            f"{source}: profile = {data['profile']!r} chooses nothing in a recipe; write "
+            f"default_profile = {data['profile']!r}, or pass --set profile=NAME"
+        )
     profiles = data.pop("profiles", {})
     profile = data.pop("default_profile", "")
     parsed = [(text, parse_override(text)) for text in overrides]

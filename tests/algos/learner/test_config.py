@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
 import pytest
 from conftest import KEYPAD
 
-from algos.config import load_config
+from algos.config import config_from_dict, dumps, load_config
 from algos.trainer import make_envs
 
 RECIPE = Path(__file__).resolve().parents[3] / "recipes/alfworld/gigpo.toml"
@@ -150,6 +151,21 @@ def test_recipes_extend_shared_files(tmp_path):
     (tmp_path / "bad.toml").write_text("[optim\n")
     with pytest.raises(ValueError, match=r"bad.toml: not valid TOML"):
         load_config(tmp_path / "bad.toml")
+
+
+def test_a_recipe_chooses_its_profile_with_default_profile_only(tmp_path):
+    """`profile = "cpu"` in a recipe was taken as a record and chose nothing: the run trained
+    without the profile's tables and its config.json said it had applied them."""
+    (tmp_path / "r.toml").write_text('profile = "cpu"\n[profiles.cpu.run]\niterations = 3\n')
+    with pytest.raises(ValueError, match="profile = 'cpu' chooses nothing in a recipe; write "
+                       "default_profile = 'cpu'"):  # fmt: skip
+        load_config(tmp_path / "r.toml")
+    (tmp_path / "r.toml").write_text(
+        'default_profile = "cpu"\n[profiles.cpu.run]\niterations = 3\n'
+    )
+    cfg = load_config(tmp_path / "r.toml")
+    assert (cfg.profile, cfg.run.iterations) == ("cpu", 3)
+    assert config_from_dict(json.loads(dumps(cfg))).profile == "cpu"  # a run's record loads
 
 
 def test_run_threads_fixes_torch_cpu_threads():

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import inspect
 from typing import Any
 
 from algos.config import Config
@@ -31,7 +32,8 @@ def prompt_templates(spec: str) -> Any:
     """The ``env.prompt`` setting as ``PromptTemplates`` (None = the env's own templates).
 
     Raises:
-        ValueError: ``spec`` is not ``env``, ``compact`` or an importable ``module:NAME``.
+        ValueError: ``spec`` is not ``env``, ``compact`` or an importable ``module:NAME``
+            naming a ``PromptTemplates``.
     """
     if spec in ("", "env"):
         return None
@@ -39,20 +41,27 @@ def prompt_templates(spec: str) -> Any:
         from agent_gym.wrappers.chat_prompt import COMPACT_PROMPTS
 
         return COMPACT_PROMPTS
+    from agent_gym.core import PromptTemplates
+
     module, sep, name = spec.partition(":")
     if not sep:
         raise ValueError(f"env.prompt={spec!r}: use 'env', 'compact' or 'module:NAME'")
     try:
-        return getattr(importlib.import_module(module), name)
+        templates = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"env.prompt={spec!r}: cannot import it ({exc})") from None
+    if not isinstance(templates, PromptTemplates):
+        raise ValueError(
+            f"env.prompt={spec!r} is a {type(templates).__name__}, not agent_gym's PromptTemplates"
+        )
+    return templates
 
 
 def choices_function(spec: str) -> Any:
     """The ``env.choices`` setting as a function of info (None = all admissible commands).
 
     Raises:
-        ValueError: ``spec`` is not an importable ``module:function``.
+        ValueError: ``spec`` is not an importable ``module:function`` of one argument.
     """
     if not spec:
         return None
@@ -63,8 +72,12 @@ def choices_function(spec: str) -> Any:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"env.choices={spec!r}: cannot import it ({exc})") from None
-    if not callable(fn):
-        raise ValueError(f"env.choices={spec!r} is not a function of the env's info")
+    try:
+        inspect.signature(fn).bind({})  # called with the info dict alone
+    except TypeError:
+        raise ValueError(f"env.choices={spec!r} is not a function of the env's info") from None
+    except ValueError:  # a builtin without a signature: called as it is
+        pass
     return fn
 
 

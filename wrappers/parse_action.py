@@ -8,7 +8,7 @@ and the step still counts toward the episode's step limit.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 import gymnasium as gym
@@ -91,8 +91,9 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
             command by misspelling one.
         choices: With ``match="number"``, the commands offered at a step, from the env's
             info; default :func:`~agent_gym.wrappers.action_formats.admissible_actions` (all
-            of them, in the env's order). Must be picklable for subprocess vector envs (a
-            module-level function).
+            of them, in the env's order); it must return a list of str (anything else is a
+            ``ValueError`` naming it, at the first reset). Must be picklable for subprocess
+            vector envs (a module-level function).
 
     Example:
         >>> import gymnasium as gym, agent_gym
@@ -171,7 +172,19 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
     def _offer(self, obs: str, info: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         """``info`` with ``choices`` added (``match="number"``), else as it is."""
         if self.match == "number":
-            info = {**info, "choices": list(self.choices(info))}
+            offered = self.choices(info)
+            if isinstance(offered, (str, bytes)) or not isinstance(offered, Iterable):
+                wrong = offered
+            else:
+                offered = list(offered)
+                wrong = next((c for c in offered if not isinstance(c, str)), None)
+            if wrong is not None:
+                name = getattr(self.choices, "__name__", self.choices)
+                raise ValueError(
+                    f"choices={name!r} must return the commands on offer, a list of str; "
+                    f"it gave {type(wrong).__name__} {wrong!r:.80}"
+                )
+            info = {**info, "choices": offered}
         return obs, info
 
     def parse(self, text: str) -> str:

@@ -10,6 +10,7 @@ import pytest
 from conftest import KEYPAD
 
 from algos.config import config_from_dict, dumps, load_config
+from algos.envs import check_envs
 from algos.trainer import make_envs
 
 RECIPE = Path(__file__).resolve().parents[3] / "recipes/alfworld/gigpo.toml"
@@ -79,6 +80,25 @@ def test_env_prompt_and_matching_reach_the_wrappers():
         venv.close()
     with pytest.raises(ValueError, match="env.prompt = 'short': use 'env', 'compact'"):
         load_config(None, [*KEYPAD, "env.prompt=short"])
+
+
+@pytest.mark.parametrize(
+    ("setting", "message"),
+    [
+        (
+            "env.prompt='os:path'",
+            "env.prompt='os:path' is a module, not agent_gym's PromptTemplates",
+        ),
+        ("env.choices='os:getcwd'", "env.choices='os:getcwd' is not a function of the env's info"),
+        ("env.choices='builtins:len'", "choices='len' must return the commands on offer, a list"),
+    ],
+)
+def test_a_prompt_or_choices_setting_of_the_wrong_kind_is_one_line(setting, message):
+    """They were TypeError tracebacks: a deepcopy of a module, a call with the wrong arguments,
+    list() of what the function gave."""
+    cfg = load_config(None, [*KEYPAD, "env.action_match=number", setting])
+    with pytest.raises(ValueError, match=re.escape(message)):
+        check_envs(cfg)
 
 
 @pytest.mark.parametrize(

@@ -306,6 +306,14 @@ def read_recipe(path: str | Path, _seen: tuple[Path, ...] = ()) -> dict[str, Any
             f"`algos train --resume {path}`, or start another run from it with "
             f"`--set model.init={path}`"
         )
+    if path.is_dir():
+        found = sorted(p.name for p in path.glob("*.toml") if not p.name.startswith("_"))
+        if (path / "profiles.toml").is_file():  # the recipes/ root: its files are shared parts
+            found = []
+        raise FileNotFoundError(
+            f"recipe {path} is a folder; give a recipe file in it"
+            + (f" ({', '.join(found)})" if found else " (recipes live in recipes/<env>/)")
+        )
     if not path.is_file():
         raise FileNotFoundError(f"recipe {path} not found (recipes live in recipes/<env>/)")
     try:

@@ -159,6 +159,15 @@ def test_algorithm_defaults_apply_unless_overridden():
     assert load_config(RECIPE, ["algo=grpo"]).algo.clip_low == 0.2  # the recipe's own value
 
 
+def test_a_recipe_folder_is_named_with_the_recipes_in_it():
+    """`algos train recipes/alfworld` said the recipe was "not found"."""
+    with pytest.raises(FileNotFoundError, match=r"alfworld is a folder; give a recipe file in "
+                       r"it \(gigpo.toml, grpo.toml, "):  # fmt: skip
+        load_config(RECIPE.parent)
+    with pytest.raises(FileNotFoundError, match=r"recipes live in recipes/<env>/"):
+        load_config(RECIPE.parents[1])
+
+
 def test_recipes_extend_shared_files(tmp_path):
     (tmp_path / "shared.toml").write_text("[optim]\nlr = 0.5\n[profiles.cpu.run]\niterations = 3\n")
     (tmp_path / "r.toml").write_text('extends = "shared.toml"\n[optim]\nmicro_batch_size = 2\n')

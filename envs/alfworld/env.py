@@ -21,6 +21,7 @@ from typing import Any, ClassVar
 from gymnasium.error import ResetNeeded
 from gymnasium.utils import seeding
 
+from agent_gym.checks import flag
 from agent_gym.core import ENV_STEP_TOOL, PromptTemplates, TextEnv, ToolSpec, check_reset_options
 from agent_gym.envs.alfworld import expert
 from agent_gym.envs.alfworld.gamefile import load_error
@@ -113,7 +114,7 @@ class ALFWorldEnv(TextEnv):
         self.split = check_split(split)
         self.task_types = check_task_types(task_types)
         num_games = check_count("num_games", num_games)
-        self.expert_plan = bool(expert_plan)
+        self.expert_plan = flag("expert_plan", expert_plan)
         if expert_replanner not in EXPERT_REPLANNERS:
             raise ValueError(
                 f"expert_replanner={expert_replanner!r} is not one of "

@@ -22,6 +22,7 @@ from typing import Any, ClassVar
 
 from gymnasium.error import ResetNeeded
 
+from agent_gym.checks import flag
 from agent_gym.core import TextEnv, check_reset_options
 from agent_gym.envs.hotpotqa.actions import (
     Answer,
@@ -104,6 +105,7 @@ class HotpotQAEnv(TextEnv):
         ):
             if not isinstance(value, int) or value < 1:
                 raise ValueError(f"{name}={value!r} must be a positive integer")
+        flag("force_first_search", force_first_search)
         if data != "generated" and not os.path.isfile(data):
             raise FileNotFoundError(
                 f"data={str(data)!r}: no such file; use data='generated' or the path of an "

@@ -30,6 +30,7 @@ from typing import Any
 
 from gymnasium.error import ResetNeeded
 
+from agent_gym.checks import flag, real, whole
 from agent_gym.core import TextEnv, ToolSpec, check_reset_options
 
 from .accounting import ACCOUNTINGS
@@ -158,8 +159,17 @@ class PaperSearchEnv(TextEnv):
                 f"data={str(data)!r}: no such papers file; pass 'generated' or the path of a "
                 "papers JSONL file"
             )
-        if search_top_k < 1:
-            raise ValueError(f"search_top_k={search_top_k} must be at least 1")
+        search_top_k = whole("search_top_k", search_top_k, 1)
+        citations_limit = whole("citations_limit", citations_limit, -1)
+        search_cost = real("search_cost", search_cost, none=True)
+        expand_cost = real("expand_cost", expand_cost, none=True)
+        select_threshold = real("select_threshold", select_threshold)
+        abstract_words = whole("abstract_words", abstract_words, 1)
+        n_papers, n_queries = whole("n_papers", n_papers, 1), whole("n_queries", n_queries, 1)
+        corpus_seed = whole("corpus_seed", corpus_seed)
+        for name, value in (("discrete_reward", discrete_reward), ("end_on_invalid", end_on_invalid),
+                            ("progress", progress)):  # fmt: skip
+            flag(name, value)
         if accounting not in ACCOUNTINGS:
             raise ValueError(
                 f"accounting={accounting!r} is not an accounting; use one of {list(ACCOUNTINGS)}"

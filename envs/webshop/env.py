@@ -14,6 +14,7 @@ from urllib.parse import quote
 
 import gymnasium as gym
 
+from agent_gym.checks import whole
 from agent_gym.core import ENV_STEP_TOOL, TextEnv, ToolSpec, check_reset_options
 from agent_gym.envs.webshop import expert, pages
 from agent_gym.envs.webshop.catalog import SPLITS, Goal, Product, check_data_folder
@@ -122,7 +123,9 @@ class WebShopEnv(TextEnv):
         if data != "generated":
             check_data_folder(data)  # cheap: the files exist; they are parsed at first reset
         self.data, self.split = data, split
-        self.num_products, self.goals_per_product, self.seed = num_products, goals_per_product, seed
+        self.num_products = whole("num_products", num_products, 1, none=True)
+        self.goals_per_product = whole("goals_per_product", goals_per_product, 1)
+        self.seed = whole("seed", seed)
         self.reward_mode = reward
         #: The resolved parser: ``"heuristic"`` or ``"spacy:<model>"``.
         self.noun_parser = resolve_noun_parser(noun_parser)

@@ -30,9 +30,9 @@ def whole(name: str, value: Any, minimum: int | None = None, *, none: bool = Fal
         number = operator.index(value)
     except TypeError:
         kind = "a whole number" + (" or None" if none else "")
-        raise ValueError(f"{name}={value!r} must be {kind}") from None
+        raise ValueError(f"{name} must be {kind}, {_got(value)}") from None
     if minimum is not None and number < minimum:
-        raise ValueError(f"{name}={number} must be at least {minimum}")
+        raise ValueError(f"{name} must be >= {minimum}, got {number}")
     return number
 
 
@@ -45,7 +45,8 @@ def real(name: str, value: Any, *, none: bool = False) -> float | None:
     if value is None and none:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise ValueError(f"{name}={value!r} must be a finite number" + (" or None" if none else ""))
+        kind = "a finite number" + (" or None" if none else "")
+        raise ValueError(f"{name} must be {kind}, {_got(value)}")
     return float(value)
 
 
@@ -56,5 +57,10 @@ def flag(name: str, value: Any) -> bool:
         ValueError: The message names ``name`` and the value.
     """
     if not isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} must be True or False")
+        raise ValueError(f"{name} must be True or False, {_got(value)}")
     return value
+
+
+def _got(value: Any) -> str:
+    """``got 'ten' (str)``: the value and its type, for a message."""
+    return f"got {value!r:.80} ({type(value).__name__})"

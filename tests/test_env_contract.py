@@ -326,19 +326,59 @@ def test_a_step_after_close_asks_for_reset_and_reset_reopens(env_id: str) -> Non
         (
             "AgentR1/WebShop-v0",
             {"num_products": "abc"},
-            "num_products='abc' must be a whole number",
+            "num_products must be a whole number or None, got 'abc' (str)",
         ),
-        ("AgentR1/WebShop-v0", {"num_products": 1.5}, "num_products=1.5 must be a whole number"),
-        ("AgentR1/WebShop-v0", {"goals_per_product": "6"}, "goals_per_product='6' must be a whole"),
-        ("AgentR1/WebShop-v0", {"seed": "x"}, "seed='x' must be a whole number"),
-        ("AgentR1/HotpotQA-v0", {"force_first_search": "no"}, "force_first_search='no' must be"),
-        ("AgentR1/PaperSearch-v0", {"search_top_k": "x"}, "search_top_k='x' must be a whole"),
-        ("AgentR1/PaperSearch-v0", {"citations_limit": -2}, "citations_limit=-2 must be at least"),
-        ("AgentR1/PaperSearch-v0", {"search_cost": "x"}, "search_cost='x' must be a finite"),
-        ("AgentR1/PaperSearch-v0", {"expand_cost": float("nan")}, "expand_cost=nan must be a"),
-        ("AgentR1/PaperSearch-v0", {"discrete_reward": "no"}, "discrete_reward='no' must be True"),
-        ("AgentR1/PaperSearch-v0", {"corpus_seed": 1.5}, "corpus_seed=1.5 must be a whole"),
-        ("AgentR1/ALFWorld-v0", {"expert_plan": "no"}, "expert_plan='no' must be True or False"),
+        (
+            "AgentR1/WebShop-v0",
+            {"num_products": 1.5},
+            "num_products must be a whole number or None, got 1.5",
+        ),
+        (
+            "AgentR1/WebShop-v0",
+            {"goals_per_product": "6"},
+            "goals_per_product must be a whole number, got '6'",
+        ),
+        ("AgentR1/WebShop-v0", {"seed": "x"}, "seed must be a whole number, got 'x' (str)"),
+        (
+            "AgentR1/HotpotQA-v0",
+            {"force_first_search": "no"},
+            "force_first_search must be True or False, got 'no'",
+        ),
+        (
+            "AgentR1/PaperSearch-v0",
+            {"search_top_k": "x"},
+            "search_top_k must be a whole number, got 'x'",
+        ),
+        (
+            "AgentR1/PaperSearch-v0",
+            {"citations_limit": -2},
+            "citations_limit must be >= -1, got -2",
+        ),
+        (
+            "AgentR1/PaperSearch-v0",
+            {"search_cost": "x"},
+            "search_cost must be a finite number or None, got 'x'",
+        ),
+        (
+            "AgentR1/PaperSearch-v0",
+            {"expand_cost": float("nan")},
+            "expand_cost must be a finite number or None, got nan",
+        ),
+        (
+            "AgentR1/PaperSearch-v0",
+            {"discrete_reward": "no"},
+            "discrete_reward must be True or False, got 'no'",
+        ),
+        (
+            "AgentR1/PaperSearch-v0",
+            {"corpus_seed": 1.5},
+            "corpus_seed must be a whole number, got 1.5",
+        ),
+        (
+            "AgentR1/ALFWorld-v0",
+            {"expert_plan": "no"},
+            "expert_plan must be True or False, got 'no' (str)",
+        ),
     ],
 )
 def test_constructor_keywords_of_the_wrong_kind_are_named(env_id, kwargs, message) -> None:

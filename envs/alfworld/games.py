@@ -8,12 +8,12 @@ Both the generated set and the official loader (:mod:`.official`) hand the env
 from __future__ import annotations
 
 import functools
-import operator
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agent_gym.checks import whole
 from agent_gym.envs.alfworld import generator
 from agent_gym.envs.alfworld.gamefile import read_game
 from agent_gym.envs.alfworld.scenes import TASK_TYPES
@@ -95,19 +95,7 @@ def check_count(name: str, value: Any, minimum: int | None = 1) -> int | None:
         ValueError: ``value`` is not a whole number (``"ten"``, ``2.5``, ``True``) or is
             below ``minimum``.
     """
-    if value is None:
-        return None
-    try:
-        if isinstance(value, bool):
-            raise TypeError
-        number = operator.index(value)
-    except TypeError:
-        raise ValueError(
-            f"{name} must be a whole number or None, got {value!r} ({type(value).__name__})"
-        ) from None
-    if minimum is not None and number < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {number}")
-    return number
+    return whole(name, value, minimum, none=True)
 
 
 @functools.lru_cache(maxsize=1)

@@ -46,7 +46,11 @@ def make(url: str, **kwargs: Any) -> gym.Env:
 
 def _http_base(url: str) -> str:
     parts = urlsplit(url)
-    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.netloc:
+    try:
+        parts.port  # noqa: B018 - raises on a port outside 0-65535 or not a number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
         raise ValueError(
             f"url must look like http://HOST:PORT (the address serve-env prints), got {url!r}"
         )

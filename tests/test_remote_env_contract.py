@@ -78,3 +78,10 @@ def test_remote_info_is_the_served_envs_info(remote_id: str) -> None:
 def test_openenv_id_is_registered_on_import() -> None:
     assert agent_gym.OPENENV_ID in gym.registry
     assert gym.spec(agent_gym.OPENENV_ID).entry_point == "agent_gym.remote:OpenEnvTextEnv"
+
+
+@pytest.mark.parametrize("url", ["notaurl", "ftp://h", "http://127.0.0.1:99999", "http://:8000"])
+def test_a_url_that_is_no_server_address_is_refused_when_made(url: str) -> None:
+    """A port past 65535 or no host went on to a 'connection refused' that blamed the server."""
+    with pytest.raises(ValueError, match="url must look like http://HOST:PORT"):
+        gym.make(agent_gym.OPENENV_ID, url=url)

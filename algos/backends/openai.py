@@ -30,7 +30,11 @@ def check_base_url(base_url: str) -> None:
         ValueError: Naming the URL.
     """
     parts = urllib.parse.urlsplit(base_url)
-    if parts.scheme not in ("http", "https") or not parts.netloc:
+    try:
+        parts.port  # noqa: B018 - raises on a port outside 0-65535 or not a number
+    except ValueError:
+        parts = parts._replace(netloc="")
+    if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ValueError(
             f"openai backend: {base_url!r} is not a server URL; give one like "
             "http://127.0.0.1:8000 (with or without /v1)"

@@ -92,7 +92,14 @@ def test_vllm_missing_names_the_extra():
 
 def test_openai_needs_a_server_url():
     """`--policy openai:notaurl` failed at the first request with urllib's 'unknown url type'."""
-    for url in ("notaurl", "ftp://host", "http://", "127.0.0.1:8000"):
+    for url in (
+        "notaurl",
+        "ftp://host",
+        "http://",
+        "127.0.0.1:8000",
+        "http://h:99999",
+        "http://:80",
+    ):
         with pytest.raises(
             ValueError, match=rf"openai backend: '{re.escape(url)}' is not a server URL"
         ):

@@ -33,7 +33,7 @@ def prompt_templates(spec: str) -> Any:
 
     Raises:
         ValueError: ``spec`` is not ``env``, ``compact`` or an importable ``module:NAME``
-            naming a ``PromptTemplates``.
+            naming prompt templates (``system`` and ``user`` strings).
     """
     if spec in ("", "env"):
         return None
@@ -50,9 +50,10 @@ def prompt_templates(spec: str) -> Any:
         templates = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError) as exc:
         raise ValueError(f"env.prompt={spec!r}: cannot import it ({exc})") from None
-    if not isinstance(templates, PromptTemplates):
+    if not all(isinstance(getattr(templates, part, None), str) for part in ("system", "user")):
         raise ValueError(
-            f"env.prompt={spec!r} is a {type(templates).__name__}, not agent_gym's PromptTemplates"
+            f"env.prompt={spec!r} is a {type(templates).__name__}, not prompt templates (a "
+            f"{PromptTemplates.__name__}, or anything with system and user template strings)"
         )
     return templates
 

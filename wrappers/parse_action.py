@@ -174,12 +174,12 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
         if self.match == "number":
             offered = self.choices(info)
             if isinstance(offered, (str, bytes)) or not isinstance(offered, Iterable):
-                wrong = offered
+                wrong = [offered]
             else:
                 offered = list(offered)
-                wrong = next((c for c in offered if not isinstance(c, str)), None)
-            if wrong is not None:
-                name = getattr(self.choices, "__name__", self.choices)
+                wrong = [c for c in offered if not isinstance(c, str)][:1]
+            if wrong:
+                wrong, name = wrong[0], getattr(self.choices, "__name__", self.choices)
                 raise ValueError(
                     f"choices={name!r} must return the commands on offer, a list of str; "
                     f"it gave {type(wrong).__name__} {wrong!r:.80}"

@@ -496,7 +496,12 @@ def test_number_mode_offers_choices_and_sends_the_numbered_command() -> None:
 def test_choices_that_are_not_a_list_of_commands_are_named_at_reset() -> None:
     """A function giving a string or non-strings was a TypeError deep in a step, or numbered
     the string's characters."""
-    for bad, gave in ((lambda info: "add 1", "str 'add 1'"), (lambda info: [1], "int 1")):
+    for bad, gave in (
+        (lambda info: "add 1", "str 'add 1'"),
+        (lambda info: [1], "int 1"),
+        (lambda info: ["add 1", None], "NoneType None"),
+        (lambda info: None, "NoneType None"),
+    ):
         env = ParseAction(gym.make(counting_spec()), format="plain", match="number", choices=bad)
         with pytest.raises(ValueError, match=f"must return the commands on offer.*gave {gave}"):
             env.reset(options={"task_id": "count-to-3"})

@@ -87,7 +87,7 @@ def test_env_prompt_and_matching_reach_the_wrappers():
     [
         (
             "env.prompt='os:path'",
-            "env.prompt='os:path' is a module, not agent_gym's PromptTemplates",
+            "env.prompt='os:path' is a module, not prompt templates",
         ),
         ("env.choices='os:getcwd'", "env.choices='os:getcwd' is not a function of the env's info"),
         ("env.choices='builtins:len'", "choices='len' must return the commands on offer, a list"),

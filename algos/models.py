@@ -79,6 +79,13 @@ def smollm2_gguf_dir() -> Path:
     return folder
 
 
+def _smollm2_cache() -> Path:
+    """Where :func:`smollm2_hf_dir` keeps the converted model."""
+    from agent_gym.paths import cache_dir
+
+    return cache_dir("models") / "smollm2-135m-instruct"
+
+
 def smollm2_hf_dir(*, progress: bool = False) -> Path:
     """Return a Hugging Face directory of SmolLM2-135M-Instruct, converting the GGUF once.
 
@@ -87,9 +94,7 @@ def smollm2_hf_dir(*, progress: bool = False) -> Path:
     saved as float32 safetensors. The write goes to a temporary folder renamed into place,
     so an interrupted conversion never leaves a half-written cache.
     """
-    from agent_gym.paths import cache_dir
-
-    target = cache_dir("models") / "smollm2-135m-instruct"
+    target = _smollm2_cache()
     if (target / "config.json").is_file():
         return target
     torch, transformers = _import_train_extra()
@@ -200,9 +205,7 @@ def model_layers(name: str) -> int | None:
         return TINY_CONFIG["num_hidden_layers"]
     if name == "smollm2-135m":
         smollm2_gguf_dir()  # installed?
-        from agent_gym.paths import cache_dir
-
-        folder = cache_dir("models") / "smollm2-135m-instruct"  # as smollm2_hf_dir writes it
+        folder = _smollm2_cache()
     else:
         folder = Path(model_path(name))
     try:

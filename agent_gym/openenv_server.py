@@ -312,11 +312,17 @@ def serve(
         idle_timeout=idle_timeout,
         max_action_chars=max_action_chars,
     )
-    family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
-    sock = socket.socket(family, kind, proto)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(address)
-    sock.listen(2048)  # before the URL is printed, so a client reading it can connect at once
+    sock = None
+    try:
+        family, kind, proto, _, address = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)[0]
+        sock = socket.socket(family, kind, proto)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)  # before the URL is printed, so a client reading it can connect at once
+    except OSError as exc:  # a name that does not resolve, an address not here, a taken port
+        if sock is not None:
+            sock.close()
+        raise OSError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
     bound_port = sock.getsockname()[1]
     shown_host = f"[{host}]" if ":" in host else host
     limit = "none" if idle_timeout is None else f"{idle_timeout:g} s"

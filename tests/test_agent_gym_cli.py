@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -137,3 +138,19 @@ def test_bad_arguments_are_one_line_refusals(args: list[str], message: str) -> N
     assert out.returncode != 0
     assert message in out.stderr, out.stderr
     assert "Traceback" not in out.stderr and "serving" not in out.stderr
+
+
+@pytest.mark.parametrize("command", [["serve-env", "hotpotqa"], ["serve", "webshop"]])
+def test_an_address_that_cannot_be_listened_on_is_named(command: list[str]) -> None:
+    """A taken port or a host that does not resolve was `OSError: [Errno 98] Address already in
+    use` / `gaierror: Name or service not known`, naming neither."""
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        out = _cli(*command, "--port", str(port), timeout=120)
+    assert out.returncode != 0
+    assert f"OSError: cannot listen on 127.0.0.1:{port} (Address already in use)" in out.stderr
+    out = _cli(*command, "--host", "no-such-host.invalid", "--port", "0", timeout=120)
+    assert out.returncode != 0 and "cannot listen on no-such-host.invalid:0 (" in out.stderr
+    assert "Traceback" not in out.stderr

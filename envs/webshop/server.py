@@ -302,7 +302,10 @@ def make_server(
         daemon_threads = True
 
     sessions = _Sessions(env_kwargs, max_sessions, max_sessions_per_client)
-    return Server((host, port), _handler(sessions, idle_timeout))
+    try:
+        return Server((host, port), _handler(sessions, idle_timeout))
+    except OSError as exc:  # a name that does not resolve, an address not here, a taken port
+        raise OSError(f"cannot listen on {host}:{port} ({exc.strerror or exc})") from None
 
 
 def serve(port: int = 3000, host: str = "127.0.0.1", **kwargs: Any) -> None:

@@ -56,7 +56,7 @@ _PREFIX = "iter_"
 
 
 class CheckpointError(RuntimeError):
-    """A checkpoint file cannot be read; the message names it."""
+    """A checkpoint cannot be read or written; the message names it."""
 
 
 # ---- RNG states as tensors and plain types ------------------------------------------------
@@ -166,15 +166,24 @@ def save_checkpoint(
     tmp = root / f".{final.name}.{os.getpid()}.tmp"
     if tmp.exists():
         shutil.rmtree(tmp)
-    tmp.mkdir()
-    files = ["model.safetensors", "state.pt"]
-    save_file(model_state, str(tmp / "model.safetensors"))
-    if critic_state is not None:
-        save_file(critic_state, str(tmp / "critic.safetensors"))
-        files.append("critic.safetensors")
-    torch.save(state, tmp / "state.pt")
-    meta = {"format": FORMAT, "iteration": iteration, "files": files}
-    (tmp / "state.json").write_text(json.dumps(meta))
+    try:
+        tmp.mkdir()
+        files = ["model.safetensors", "state.pt"]
+        save_file(model_state, str(tmp / "model.safetensors"))
+        if critic_state is not None:
+            save_file(critic_state, str(tmp / "critic.safetensors"))
+            files.append("critic.safetensors")
+        torch.save(state, tmp / "state.pt")
+        meta = {"format": FORMAT, "iteration": iteration, "files": files}
+        (tmp / "state.json").write_text(json.dumps(meta))
+    except Exception as exc:  # noqa: BLE001 - safetensors has its own error type for I/O
+        shutil.rmtree(tmp, ignore_errors=True)
+        kept = complete_checkpoints(run_dir)
+        raise CheckpointError(
+            f"{final}: cannot write it ({type(exc).__name__}: {exc}); "
+            + (f"{kept[0]} is kept" if kept else "the run has no earlier checkpoint")
+            + f": make room and continue with --resume {run_dir}"
+        ) from None
     if final.exists():
         shutil.rmtree(final)
     os.replace(tmp, final)

@@ -289,3 +289,35 @@ def test_a_backend_that_cannot_run_here_is_one_line_before_anything_loads(tmp_pa
         assert "eval (random)" not in out.stderr and "sft:" not in out.stderr  # nothing played
     assert not any(tmp_path.glob("*/sft")), "the pipeline cloned before refusing the backend"
     assert not any(tmp_path.glob("*/config.json")), "a refused start left a run directory"
+
+
+def test_a_checkpoint_that_cannot_be_written_is_one_line_and_the_run_resumes(tmp_path):
+    """A full disk was a SafetensorError traceback that left a half-written checkpoint folder.
+
+    The write fails here through a real OS limit, not a fake: RLIMIT_FSIZE, past which a file
+    cannot grow (EFBIG, where a full disk gives ENOSPC); 200 KB lets the run's logs through and
+    stops the first checkpoint (the tiny model's weights are 366 KB).
+    """
+    import resource
+    import signal
+
+    def limited() -> None:
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
+        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+
+    args = _keypad_args(f"run.out_dir='{tmp_path}'", "run.name='full'", "run.iterations=2",
+                        "run.save_every=1")  # fmt: skip
+    env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1"}
+    out = subprocess.run([sys.executable, "-m", "algos.cli", *args], cwd=tmp_path, env=env,
+                         capture_output=True, text=True, timeout=300, preexec_fn=limited)  # fmt: skip
+    run = tmp_path / "full"
+    assert out.returncode == 2, out.stderr[-2000:]
+    assert "Traceback" not in out.stderr, out.stderr[-2000:]
+    assert f"algos train: {run}/checkpoints/iter_000001: cannot write it (" in out.stderr
+    assert f"the run has no earlier checkpoint: make room and continue with --resume {run}" in (
+        out.stderr
+    )
+    assert not list((run / "checkpoints").glob(".*")), "a half-written checkpoint was left"
+    again = _algos("train", "--resume", str(run), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (run / "checkpoints" / "iter_000002" / "model.safetensors").is_file()

@@ -110,6 +110,32 @@ def run_config(run_dir: Path) -> Config:
     return config_from_dict(data, source=str(path))
 
 
+def run_kind(run_dir: Path) -> str | None:
+    """``"sft"`` for a behaviour-cloning run (``algos sft``), ``"rl"`` for a training run.
+
+    Read from the files alone: ``sft.json`` (written when a cloning run starts and when it
+    ends), ``eval.json`` or a pipeline's config (``model.init = "sft"``), then the metrics'
+    keys; None for a run killed before it wrote any of them.
+    """
+    run_dir = Path(run_dir)
+    if (run_dir / "sft.json").is_file():
+        return "sft"
+    if (run_dir / "eval.json").is_file() or read_json(run_dir / "config.json").get("model", {}).get(
+        "init"
+    ) == "sft":
+        return "rl"
+    try:
+        lines = (run_dir / "metrics.jsonl").read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        if '"sft/loss"' in line:
+            return "sft"
+        if '"rollout/' in line:
+            return "rl"
+    return None
+
+
 def read_json(path: Path) -> dict[str, Any]:
     """A JSON object from ``path``; ``{}`` when the file is missing or torn."""
     try:

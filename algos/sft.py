@@ -154,14 +154,25 @@ def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
     run_dir = Path(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     (run_dir / "config.json").write_text(dumps(cfg))
+    (run_dir / "sft.json").write_text(json.dumps({"finished": False}))  # a cloning run's mark
     return _run(cfg, run_dir, log, resume=False)
 
 
 def resume_sft(run_dir: Path, *, log: Any = print) -> Path:
-    """Continue the SFT run in ``run_dir`` after its last complete epoch."""
-    from algos.runs import run_config
+    """Continue the SFT run in ``run_dir`` after its last complete epoch.
 
-    return _run(run_config(run_dir), Path(run_dir), log, resume=True)
+    Raises:
+        ValueError: ``run_dir`` is a training run (its checkpoints would be replaced).
+    """
+    from algos.runs import run_config, run_kind
+
+    cfg = run_config(run_dir)
+    if run_kind(run_dir) == "rl":
+        raise ValueError(
+            f"{run_dir} is a training run (algos train), not a behaviour-cloning run: continue "
+            f"it with `algos train --resume {run_dir}`"
+        )
+    return _run(cfg, Path(run_dir), log, resume=True)
 
 
 def finished(run_dir: Path) -> bool:

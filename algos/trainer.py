@@ -42,6 +42,7 @@ from algos.runs import (
     new_run_dir,
     read_json,
     run_config,
+    run_kind,
     seed_everything,
     write_json,
 )
@@ -320,6 +321,11 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
 
     run_dir = Path(run_dir)
     cfg = run_config(run_dir)
+    if run_kind(run_dir) == "sft":  # its epochs are not iterations: RL would train in it
+        raise ValueError(
+            f"{run_dir} is a behaviour-cloning run (algos sft): continue it with `algos sft "
+            f"--resume {run_dir}`, or start RL from it with --set model.init={run_dir}"
+        )
     check_machine(cfg)
     done = done_iterations(run_dir)
     if iterations is not None:

@@ -206,3 +206,26 @@ def test_several_demonstrators_take_turns_by_episode():
     assert listed[1] != shuffled[1] or listed[3] != shuffled[3]  # the turns are visible
     with pytest.raises(ValueError, match="no scripted expert 'nope'"):
         texts("search_expert_action,nope")
+
+
+def test_a_cloning_run_and_a_training_run_are_not_resumed_as_each_other(tmp_path):
+    """`algos train --resume SFT_RUN` trained RL inside the clone's folder (its epoch checkpoints
+    read as iterations, then replaced); `algos sft --resume RL_RUN` would clone into an RL run."""
+    from algos.sft import resume_sft
+    from algos.trainer import resume, train
+
+    out = f"run.out_dir='{tmp_path}'"
+    clone = sft(load_config(None, [*SFT, out, "run.name='clone'", "sft.demos=4", "sft.epochs=1",
+                                   "sft.val_demos=0"]), log=lambda *_: None)  # fmt: skip
+    assert json.loads((clone / "sft.json").read_text())["finished"]
+    rl = train(load_config(None, [*KEYPAD, out, "run.name='rl'", "run.iterations=1",
+                                  "run.eval_episodes=0"]), log=lambda *_: None)  # fmt: skip
+    kept = sorted(p.name for p in clone.rglob("*"))
+    with pytest.raises(ValueError, match=f"{clone} is a behaviour-cloning run .* `algos sft "):
+        resume(clone, log=lambda *_: None)
+    (clone / "sft.json").unlink()  # a clone from before the mark: its metrics tell
+    with pytest.raises(ValueError, match="is a behaviour-cloning run"):
+        resume(clone, log=lambda *_: None)
+    assert sorted(p.name for p in clone.rglob("*")) == [k for k in kept if k != "sft.json"]
+    with pytest.raises(ValueError, match=f"{rl} is a training run .* `algos train --resume"):
+        resume_sft(rl, log=lambda *_: None)

@@ -63,6 +63,7 @@ def _sft(args: argparse.Namespace) -> int:
             return 2
         run_dir = sft(load_config(args.recipe, args.set or []))
     print(f"run directory: {run_dir}")
+    print(f"learning curves: {run_dir / 'plots' / 'curves.png'}")
     print(f"start RL from it with: --set model.init={run_dir}")
     return 0
 

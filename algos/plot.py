@@ -1,7 +1,8 @@
 """Learning curves of a run as PNG files (``algos plot RUN_DIR``).
 
 ``curves.png`` has one panel per group of metrics, each with a y-axis label and a legend
-entry for every line, iterations 1..N on an integer x axis. The success panel shows the
+entry for every line, iterations 1..N on an integer x axis (epochs for an ``algos sft`` run,
+whose panel is the cloning NLL on training and held-out demonstrations). The success panel shows the
 training rollouts' success with its 95% Wilson interval, and the held-out evaluation before
 (at iteration 0), during (``run.eval_every``) and after training (at N) with theirs, next to
 the random agent's. ``success.png`` is that panel alone, large enough to read at a glance.
@@ -19,6 +20,9 @@ from algos.runs import read_json
 #: Panels of ``curves.png``: (title, y label, ((metric key, legend label), ...)).
 PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     ("success rate", "share of episodes won", (("rollout/success_rate", "training rollouts"),)),
+    ("cloning NLL", "nats per response token", (
+        ("sft/loss", "training demonstrations"), ("sft/val_nll", "held-out demonstrations"),
+    )),
     ("return / score", "mean per episode", (
         ("rollout/return_mean", "return (shaped)"), ("rollout/score_mean", "env score"),
     )),
@@ -35,7 +39,7 @@ PANELS: tuple[tuple[str, str, tuple[tuple[str, str], ...]], ...] = (
     )),
     ("seconds per phase", "seconds", (
         ("time/rollout_s", "rollout"), ("time/prepare_s", "old log-probs, values, advantages"),
-        ("time/update_s", "update"),
+        ("time/update_s", "update"), ("time/epoch_s", "cloning epoch"),
     )),
 )  # fmt: skip
 
@@ -92,12 +96,12 @@ def _success_panel(ax: Any, rows: list[dict[str, Any]], evals: dict[str, Any], l
     ax.set_ylim(-0.03, 1.03)
 
 
-def _dress(ax: Any, title: str, ylabel: str, legend_size: int) -> None:
-    """Title, axis labels, integer iterations, legend and grid of one panel."""
+def _dress(ax: Any, title: str, ylabel: str, legend_size: int, xlabel: str = "iteration") -> None:
+    """Title, axis labels, integer iterations (or epochs), legend and grid of one panel."""
     from matplotlib.ticker import MaxNLocator
 
     ax.set_title(title)
-    ax.set_xlabel("iteration")
+    ax.set_xlabel(xlabel)
     ax.set_ylabel(ylabel)
     ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.legend(fontsize=legend_size)
@@ -113,6 +117,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
 
     rows = read_metrics(run_dir)
     evals = read_json(Path(run_dir) / "eval.json")
+    xlabel = "epoch" if any("sft/loss" in r for r in rows) else "iteration"  # a cloning run
     last = max([r["iteration"] for r in rows] + [1])
     panels = [
         (title, ylabel, [(k, lab) for k, lab in lines if any(k in r for r in rows)])
@@ -128,10 +133,13 @@ def plot_run(run_dir: str | Path) -> list[Path]:
         if title == "success rate":
             _success_panel(ax, rows, evals, last)
         else:
+            before = read_json(Path(run_dir) / "sft.json").get("val_nll_before")
             for key, label in lines:
                 pts = [(r["iteration"], r[key]) for r in rows if key in r]
+                if key == "sft/val_nll" and isinstance(before, (int, float)):
+                    pts.insert(0, (0, before))  # the untrained model's, at epoch 0
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", ms=3, label=label)
-        _dress(ax, title, ylabel, legend_size=7)
+        _dress(ax, title, ylabel, legend_size=7, xlabel=xlabel)
     for ax in list(axes.flat)[len(panels) :]:
         ax.axis("off")
     fig.suptitle(str(Path(run_dir).name))

@@ -250,6 +250,9 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
         (run_dir / "sft.json").write_text(json.dumps(summary, indent=2))
     finally:
         logger.close()
+    from algos.plot import plot_run
+
+    plot_run(run_dir)  # plots/curves.png: the NLL per epoch
     return run_dir
 
 

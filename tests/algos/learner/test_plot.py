@@ -77,3 +77,28 @@ def test_a_metrics_file_that_is_not_json_lines_names_the_file(tmp_path):
     path.write_bytes(b"\xff\xfe garbage\n")
     with pytest.raises(ValueError, match="metrics.jsonl: not a JSON-lines text file"):
         plot_run(tmp_path)
+
+
+def test_a_cloning_run_plots_its_nll_per_epoch_from_the_untrained_model(tmp_path, monkeypatch):
+    """`algos plot` of an `algos sft` run drew only tokens/s, against "iteration"."""
+    from matplotlib.figure import Figure
+
+    panels = {}
+    save = Figure.savefig
+
+    def record(fig, path, *args, **kwargs):
+        for ax in fig.axes:
+            lines = {line.get_label(): line.get_xydata().tolist() for line in ax.get_lines()}
+            panels[ax.get_title()] = (ax.get_xlabel(), lines)
+        return save(fig, path, *args, **kwargs)
+
+    monkeypatch.setattr(Figure, "savefig", record)
+    rows = [{"iteration": e, "sft/loss": 1.0 / e, "sft/val_nll": 2.0 / e} for e in (1, 2)]
+    (tmp_path / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    (tmp_path / "sft.json").write_text(json.dumps({"val_nll_before": 5.5, "finished": True}))
+
+    assert [p.name for p in plot_run(tmp_path)] == ["curves.png"]  # no success panel to draw
+    xlabel, lines = panels["cloning NLL"]
+    assert xlabel == "epoch"
+    assert lines["held-out demonstrations"] == [[0, 5.5], [1, 2.0], [2, 1.0]]
+    assert lines["training demonstrations"] == [[1, 1.0], [2, 0.5]]

@@ -218,6 +218,7 @@ def test_a_cloning_run_and_a_training_run_are_not_resumed_as_each_other(tmp_path
     clone = sft(load_config(None, [*SFT, out, "run.name='clone'", "sft.demos=4", "sft.epochs=1",
                                    "sft.val_demos=0"]), log=lambda *_: None)  # fmt: skip
     assert json.loads((clone / "sft.json").read_text())["finished"]
+    assert (clone / "plots" / "curves.png").is_file()  # the NLL per epoch
     rl = train(load_config(None, [*KEYPAD, out, "run.name='rl'", "run.iterations=1",
                                   "run.eval_episodes=0"]), log=lambda *_: None)  # fmt: skip
     kept = sorted(p.name for p in clone.rglob("*"))

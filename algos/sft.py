@@ -250,9 +250,12 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
         (run_dir / "sft.json").write_text(json.dumps(summary, indent=2))
     finally:
         logger.close()
-    from algos.plot import plot_run
+    try:
+        from algos.plot import plot_run
 
-    plot_run(run_dir)  # plots/curves.png: the NLL per epoch
+        plot_run(run_dir)  # plots/curves.png: the NLL per epoch
+    except ImportError:  # pragma: no cover - matplotlib is in the train extra
+        pass
     return run_dir
 
 

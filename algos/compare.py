@@ -28,7 +28,27 @@ from algos.runs import check_folder, read_json, write_json
 
 #: Two-sided 95% Student t quantiles by degrees of freedom (1..10); 1.96 beyond.
 _T95 = {1: 12.706, 2: 4.303, 3: 3.182, 4: 2.776, 5: 2.571, 6: 2.447, 7: 2.365, 8: 2.306,
-        9: 2.262, 10: 2.228}  # fmt: skip
+        9: 2.262, 10: 2.228, 11: 2.201, 12: 2.179, 13: 2.160, 14: 2.145, 15: 2.131,
+        16: 2.120, 17: 2.110, 18: 2.101, 19: 2.093, 20: 2.086, 21: 2.080, 22: 2.074,
+        23: 2.069, 24: 2.064, 25: 2.060, 26: 2.056, 27: 2.052, 28: 2.048, 29: 2.045,
+        30: 2.042}  # fmt: skip
+
+
+def t95(df: int) -> float:
+    """The 97.5% quantile of Student's t with ``df`` degrees of freedom (two-sided 95%).
+
+    A table to 30, then the Cornish-Fisher expansion around the normal quantile (within 1e-4
+    of the exact value there; it was 1.96 past 10, an interval up to 11% too narrow).
+
+    >>> t95(2), t95(11), round(t95(60), 3)
+    (4.303, 2.201, 2.0)
+    """
+    if df in _T95:
+        return _T95[df]
+    z = 1.959964
+    terms = ((z**3 + z) / 4, (5 * z**5 + 16 * z**3 + 3 * z) / 96,
+             (3 * z**7 + 19 * z**5 + 17 * z**3 - 15 * z) / 384)  # fmt: skip
+    return z + sum(g / df ** (k + 1) for k, g in enumerate(terms))
 
 
 def t_interval(values: list[float]) -> tuple[float, float, float]:
@@ -42,7 +62,7 @@ def t_interval(values: list[float]) -> tuple[float, float, float]:
     if n < 2:
         return mean, mean, mean
     sd = math.sqrt(sum((v - mean) ** 2 for v in values) / (n - 1))
-    half = _T95.get(n - 1, 1.96) * sd / math.sqrt(n)
+    half = t95(n - 1) * sd / math.sqrt(n)
     return mean, mean - half, mean + half
 
 

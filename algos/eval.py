@@ -158,6 +158,8 @@ def _model_policy(spec: str) -> tuple[str, str]:
             f"unknown policy {spec!r}; use random, expert, expert:METHOD, hf:MODEL, "
             "run:RUN_DIR, vllm:MODEL or openai:URL"
         )
+    if kind == "run" and not target:  # Path("") is the working folder: say which run
+        raise ValueError(f"policy {spec!r} names no run directory; use run:RUN_DIR")
     return kind, target
 
 

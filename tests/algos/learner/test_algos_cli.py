@@ -191,6 +191,7 @@ def test_eval_checks_every_policy_the_split_and_the_outputs_before_playing(tmp_p
         (("--policy", "random", "--json", "/proc/eval.json"), "--json /proc/eval.json: cannot"),
         (("--policy", "random", "--env", "no_such_module:Foo-v0"), "No module named"),
         (("--policy", "random,hf:no-such-model"), "--policy hf:no-such-model: model 'no-such-"),
+        (("--policy", "random,run:"), "policy 'run:' names no run directory; use run:RUN_DIR"),
         (("--policy", "random", "--split", "nope"), "env.eval_kwargs={'split': 'nope'}"),
     ):
         out = _algos(*env, *args, cwd=tmp_path)

@@ -161,6 +161,8 @@ def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
 def resume_sft(run_dir: Path, *, log: Any = print) -> Path:
     """Continue the SFT run in ``run_dir`` after its last complete epoch.
 
+    A run stopped before its first epoch's checkpoint starts over (the same clone).
+
     Raises:
         ValueError: ``run_dir`` is a training run (its checkpoints would be replaced).
     """
@@ -172,7 +174,10 @@ def resume_sft(run_dir: Path, *, log: Any = print) -> Path:
             f"{run_dir} is a training run (algos train), not a behaviour-cloning run: continue "
             f"it with `algos train --resume {run_dir}`"
         )
-    return _run(cfg, Path(run_dir), log, resume=True)
+    started = any((Path(run_dir) / "checkpoints").glob("iter_*"))
+    if not started:  # the same config and seeds: the same clone
+        log(f"{run_dir}: stopped before its first epoch's checkpoint; starting it over")
+    return _run(cfg, Path(run_dir), log, resume=started)
 
 
 def finished(run_dir: Path) -> bool:
@@ -210,7 +215,7 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
     seed_everything(cfg.run.seed, cfg.run.threads)
     done = restore_latest(run_dir, cloner, log)[0] if resume else 0
     logger = MetricsLogger(run_dir, loggers=cfg.run.loggers, config=cfg.to_dict(),
-                           resume_from=done if resume else None)  # fmt: skip
+                           resume_from=done)  # fmt: skip
     micro = cfg.optim.micro_batch_size
     summary = {"train_steps": len(train), "val_steps": len(val)}
     try:

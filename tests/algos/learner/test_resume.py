@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import pickle
 import subprocess
@@ -150,6 +151,27 @@ def test_a_run_killed_before_its_first_checkpoint_starts_over(keypad_overrides, 
     assert a[0]["rollout/success_rate"] == b[0]["rollout/success_rate"]  # the same run
     wa, wb = _weights(full), _weights(killed)
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)
+
+
+def test_a_pipeline_stopped_while_cloning_before_a_checkpoint_starts_the_stage_over(
+    keypad_overrides, tmp_path
+):
+    """Stopped (Ctrl-C) in its cloning stage before the first epoch's checkpoint, the
+    pipeline's resume said "no complete checkpoint to resume from" and could not go on."""
+    clone = ("model.init='sft'", "env.kwargs={distinct_tasks=true}", "sft.demos=4",
+             "sft.val_demos=0", "sft.epochs=1")  # fmt: skip
+    full = train(_cfg(keypad_overrides, "whole", 1, *clone), **QUIET)
+    stopped = tmp_path / "stopped"
+    (stopped / "sft").mkdir(parents=True)  # what train() and sft() write before the first epoch
+    (stopped / "config.json").write_text((full / "config.json").read_text())
+    (stopped / "sft" / "config.json").write_text((full / "sft" / "config.json").read_text())
+    (stopped / "sft" / "sft.json").write_text('{"finished": false}')
+    lines = []
+    resume(stopped, log=lines.append)
+    assert any("before its first epoch's checkpoint; starting it over" in str(x) for x in lines)
+    assert json.loads((stopped / "sft" / "sft.json").read_text())["finished"]
+    wa, wb = _weights(full), _weights(stopped)
+    assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)  # the same run
 
 
 def test_a_crafted_pickle_fails_closed(keypad_overrides, tmp_path):

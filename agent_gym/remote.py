@@ -25,7 +25,7 @@ import json
 import urllib.error
 import urllib.request
 from typing import Any, ClassVar
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
 import gymnasium as gym
 
@@ -44,13 +44,24 @@ def make(url: str, **kwargs: Any) -> gym.Env:
     return gym.make(agent_gym.OPENENV_ID, url=url, **kwargs)
 
 
-def _http_base(url: str) -> str:
+def server_url_parts(url: str, schemes: tuple[str, ...]) -> SplitResult | None:
+    """``url`` split; None unless its scheme is in ``schemes``, it has a host, and its port is valid.
+
+    A port outside 0-65535 or not a number makes ``SplitResult.port`` raise; that is None here.
+    """
     parts = urlsplit(url)
     try:
         parts.port  # noqa: B018 - raises on a port outside 0-65535 or not a number
     except ValueError:
-        parts = parts._replace(netloc="")
-    if parts.scheme not in ("http", "https", "ws", "wss") or not parts.hostname:
+        return None
+    if parts.scheme not in schemes or not parts.hostname:
+        return None
+    return parts
+
+
+def _http_base(url: str) -> str:
+    parts = server_url_parts(url, ("http", "https", "ws", "wss"))
+    if parts is None:
         raise ValueError(
             f"url must look like http://HOST:PORT (the address serve-env prints), got {url!r}"
         )

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import json
 import urllib.error
-import urllib.parse
 import urllib.request
 from typing import Any
 
+from agent_gym.remote import server_url_parts
 from algos.backends.base import Generation, SamplingParams
 
 
@@ -29,12 +29,7 @@ def check_base_url(base_url: str) -> None:
     Raises:
         ValueError: Naming the URL.
     """
-    parts = urllib.parse.urlsplit(base_url)
-    try:
-        parts.port  # noqa: B018 - raises on a port outside 0-65535 or not a number
-    except ValueError:
-        parts = parts._replace(netloc="")
-    if parts.scheme not in ("http", "https") or not parts.hostname:
+    if server_url_parts(base_url, ("http", "https")) is None:
         raise ValueError(
             f"openai backend: {base_url!r} is not a server URL; give one like "
             "http://127.0.0.1:8000 (with or without /v1)"

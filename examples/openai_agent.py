@@ -172,4 +172,7 @@ def main(argv: list[str] | None = None) -> list[Episode]:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    try:  # bad input or no server: one line, no traceback
+        main(sys.argv[1:])
+    except (RuntimeError, ValueError, OSError, gym.error.Error) as e:
+        sys.exit(f"{os.path.basename(__file__)}: {e}")

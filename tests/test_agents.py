@@ -189,6 +189,22 @@ def test_openai_example_reports_an_unreachable_server(example, server) -> None:
         dead.act("obs", {"task": "t"})
 
 
+def test_openai_example_run_as_a_script_says_what_is_wrong_in_one_line() -> None:
+    """A bad --env or a server that does not answer was a traceback."""
+    import subprocess
+    import sys
+
+    for args, message in (
+        (["--env", "WebShop-v0"], "openai_agent.py: Environment `WebShop` doesn't exist"),
+        (["--env", "AgentR1/HotpotQA-v0", "--base-url", "http://127.0.0.1:9/v1"],
+         "openai_agent.py: cannot reach http://127.0.0.1:9/v1"),
+    ):  # fmt: skip
+        out = subprocess.run([sys.executable, str(EXAMPLE), "--model", "m", "--episodes", "1",
+                              *args], capture_output=True, text=True, timeout=120)  # fmt: skip
+        assert out.returncode == 1 and message in out.stderr, out.stderr[-2000:]
+        assert "Traceback" not in out.stderr, out.stderr[-2000:]
+
+
 def test_random_agent_picks_admissible_commands_and_fills_templates() -> None:
     agent = RandomAgent(seed=0)
     agent.reset({"task": "Which country is larger, Nauru or Niger?"})

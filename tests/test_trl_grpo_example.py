@@ -60,3 +60,18 @@ def test_grpo_trainer_steps_on_hotpotqa_in_process(tmp_path: Path) -> None:
     assert row["rewards/env_reward/mean"] == pytest.approx(sum(e["return"] for e in lines) / 2)
     # A random model writes no <action> tag: every response is invalid, -0.1 each.
     assert all(e["return"] == pytest.approx(-0.1 * e["length"]) for e in lines)
+
+
+def test_a_bad_model_or_env_is_one_line_when_run_as_a_script() -> None:
+    """A model this machine does not have, or an env id that does not exist, was a traceback."""
+    import subprocess
+
+    script = Path(example.__file__)
+    for args, message in (
+        (["--model", "no-such-model"], "trl_grpo_hotpotqa.py: model 'no-such-model' is not"),
+        (["--env", "HotpotQA-v0", "--model", "tiny-random"], "Environment `HotpotQA` doesn't"),
+    ):
+        out = subprocess.run([sys.executable, str(script), "--cpu", *args], capture_output=True,
+                             text=True, timeout=300)  # fmt: skip
+        assert out.returncode == 1 and message in out.stderr, out.stderr[-2000:]
+        assert "Traceback" not in out.stderr, out.stderr[-2000:]

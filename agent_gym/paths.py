@@ -40,12 +40,20 @@ def params_key(params: dict[str, Any]) -> str:
 def atomic_write_bytes(path: str | os.PathLike[str], data: bytes) -> None:
     """Write ``data`` to ``path`` through a temporary file and a rename.
 
-    Readers (other processes building the same cache) never see a half-written file.
+    Readers (other processes building the same cache) never see a half-written file, and a
+    write the disk refuses leaves none behind.
+
+    Raises:
+        OSError: The write failed; its ``filename`` is ``path``.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-    tmp.write_bytes(data)
+    try:
+        tmp.write_bytes(data)
+    except OSError as exc:
+        tmp.unlink(missing_ok=True)
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
     os.replace(tmp, path)
 
 

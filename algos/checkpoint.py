@@ -59,6 +59,10 @@ class CheckpointError(RuntimeError):
     """A checkpoint cannot be read or written; the message names it."""
 
 
+class CheckpointWriteError(CheckpointError):
+    """A checkpoint could not be written (a full disk); its half-written folder is removed."""
+
+
 # ---- RNG states as tensors and plain types ------------------------------------------------
 
 
@@ -144,6 +148,10 @@ def save_checkpoint(
     """Write checkpoint ``iteration`` and point ``latest`` at it; keep the newest ``keep`` (0: all).
 
     Every rank of a data-parallel run calls this; rank 0 writes (module docstring).
+
+    Raises:
+        CheckpointWriteError: The write failed (any error: safetensors has its own type for
+            I/O); the half-written folder is removed, the earlier checkpoints are kept.
     """
     from safetensors.torch import save_file
 
@@ -178,11 +186,8 @@ def save_checkpoint(
         (tmp / "state.json").write_text(json.dumps(meta))
     except Exception as exc:  # noqa: BLE001 - safetensors has its own error type for I/O
         shutil.rmtree(tmp, ignore_errors=True)
-        kept = complete_checkpoints(run_dir)
-        raise CheckpointError(
-            f"{final}: cannot write it ({type(exc).__name__}: {exc}); "
-            + (f"{kept[0]} is kept" if kept else "the run has no earlier checkpoint")
-            + f": make room and continue with --resume {run_dir}"
+        raise CheckpointWriteError(
+            f"{final}: cannot write it ({type(exc).__name__}: {exc})"
         ) from None
     if final.exists():
         shutil.rmtree(final)

@@ -16,7 +16,6 @@ import argparse
 import json
 import sys
 import tempfile
-from contextlib import nullcontext
 from pathlib import Path
 
 
@@ -97,6 +96,7 @@ def _eval(args: argparse.Namespace) -> int:
         table,
         with_env,
     )
+    from algos.metrics import append_jsonl
 
     cfg = with_env(load_config(args.recipe, args.set or []), args.env, args.split)
     policies = [p for spec in args.policy for p in spec.split(",") if p]
@@ -110,25 +110,22 @@ def _eval(args: argparse.Namespace) -> int:
     for spec in policies:  # the last policy's typo before the first one plays
         check_policy(spec, cfg)
     check_envs(cfg, training=False)  # an unknown --split is one line, not a traceback
-    out = open(args.trajectories, "w", encoding="utf-8") if args.trajectories else nullcontext()
+    if args.trajectories:
+        Path(args.trajectories).write_text("")  # each policy's episodes are appended below
     rows, results = [], {}
-    with out as trajectories:
-        for spec in policies:
-            if is_reference_agent(spec):
-                episodes = play_agent(cfg, spec, args.episodes, progress=True)
-            else:
-                backend = open_policy(spec, cfg, served_model=args.model)
-                keep = trajectories is not None
-                episodes = play(cfg, backend, args.episodes, progress=True, record_text=keep)
-            result = summarize(episodes)
-            print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
-            rows.append((spec, result))
-            results[spec] = result
-            if trajectories is not None:  # each policy's episodes as soon as they are played
-                for e in episodes:
-                    line = json.dumps({"policy": spec, **e.to_json()}, default=str)
-                    trajectories.write(line + "\n")
-                trajectories.flush()
+    for spec in policies:
+        if is_reference_agent(spec):
+            episodes = play_agent(cfg, spec, args.episodes, progress=True)
+        else:
+            backend = open_policy(spec, cfg, served_model=args.model)
+            keep = bool(args.trajectories)
+            episodes = play(cfg, backend, args.episodes, progress=True, record_text=keep)
+        result = summarize(episodes)
+        print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
+        rows.append((spec, result))
+        results[spec] = result
+        if args.trajectories:  # each policy's episodes as soon as they are played
+            append_jsonl(args.trajectories, [{"policy": spec, **e.to_json()} for e in episodes])
     n = max(result["episodes"] for _, result in rows)  # every row plays the same list
     print(f"\n{cfg.env.id}, {n} distinct held-out tasks (seeds from {cfg.env.eval_seed}):")
     print(table(rows))
@@ -276,12 +273,19 @@ REFUSALS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``algos`` console script."""
     from algos.checkpoint import CheckpointError
+    from algos.runs import DISK_ERRNOS, RunWriteError
 
     args = build_parser().parse_args(argv)
     try:
         return args.func(args)
-    except (*REFUSALS, CheckpointError) as exc:
+    except (*REFUSALS, CheckpointError, RunWriteError) as exc:
         print(f"algos {args.command}: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:  # a write outside a run (eval --json, compare's tables)
+        if exc.errno not in DISK_ERRNOS:
+            raise
+        what = f"{exc.filename}: cannot write it" if exc.filename else "cannot write a file"
+        print(f"algos {args.command}: {what} ({exc.strerror})", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"algos {args.command}: interrupted", file=sys.stderr)

@@ -22,6 +22,7 @@ import math
 from pathlib import Path
 from typing import Any
 
+from agent_gym.paths import atomic_write_text
 from algos.config import load_config
 from algos.metrics import read_metrics
 from algos.runs import check_folder, read_json, write_json
@@ -149,8 +150,8 @@ def compare(
                 start_eval = {k: v for k, v in evals.items() if k not in ("after",)}
             runs.setdefault(algo, []).append(run_dir)
     result = summarize_runs(runs)
-    (out_dir / "comparison.json").write_text(json.dumps(result, indent=2))
-    (out_dir / "comparison.md").write_text(markdown(result))
+    atomic_write_text(out_dir / "comparison.json", json.dumps(result, indent=2))
+    atomic_write_text(out_dir / "comparison.md", markdown(result))
     plot(result, out_dir / "comparison.png")
     log(markdown(result))
     return out_dir

@@ -66,9 +66,7 @@ class MetricsLogger:
         """Write one iteration's metrics (numbers only go to the loggers)."""
         if not self.enabled:
             return
-        row = {"iteration": iteration, **metrics}
-        with self.path.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(row) + "\n")
+        append_jsonl(self.path, [{"iteration": iteration, **metrics}])
         scalars = {
             k: float(v)
             for k, v in metrics.items()
@@ -81,9 +79,7 @@ class MetricsLogger:
         """Append sampled episodes (one JSON object per line)."""
         if not self.enabled:
             return
-        with self.episodes_path.open("a", encoding="utf-8") as fh:
-            for ep in episodes:
-                fh.write(json.dumps({"iteration": iteration, **ep}) + "\n")
+        append_jsonl(self.episodes_path, [{"iteration": iteration, **ep} for ep in episodes])
 
     def log_eval(self, summary: dict[str, Any]) -> None:
         """Send the evaluation table (one row per policy) to the loggers."""
@@ -101,6 +97,18 @@ class MetricsLogger:
         """Flush and close the loggers."""
         for logger in self._loggers:
             logger.close()
+
+
+def append_jsonl(path: str | Path, records: list[dict[str, Any]]) -> None:
+    """Append ``records`` as JSON lines (what JSON lacks as text); an OSError names ``path``.
+
+    A write cut short leaves a torn last line, which a resume drops (:func:`_records`).
+    """
+    try:
+        with Path(path).open("a", encoding="utf-8") as fh:
+            fh.write("".join(json.dumps(record, default=str) + "\n" for record in records))
+    except OSError as exc:
+        raise OSError(exc.errno, exc.strerror, str(path)) from None
 
 
 def _records(path: Path) -> list[tuple[str, dict[str, Any]]]:

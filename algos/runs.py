@@ -2,16 +2,126 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import json
+import os
 import random
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import torch
 
-from algos.config import Config, config_from_dict
+from algos.config import Config, config_from_dict, dumps
+
+#: What a write the disk refuses raises: full, over quota, a file past its size limit,
+#: read-only, an I/O error.
+DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
+
+
+class RunWriteError(RuntimeError):
+    """A file of a run could not be written (a full disk).
+
+    The message names the file and the command that continues the run; what the run had done
+    up to its last checkpoint is kept.
+    """
+
+
+@contextlib.contextmanager
+def stop_on_disk_error(run_dir: Path, command: str) -> Iterator[None]:
+    """Turn a write the disk refuses (:data:`DISK_ERRNOS`) into :class:`RunWriteError`.
+
+    Args:
+        run_dir: The run the writes belong to.
+        command: What continues it once there is room, e.g. ``algos train --resume RUN``.
+    """
+    from algos.checkpoint import CheckpointWriteError, complete_checkpoints
+
+    try:
+        yield
+    except CheckpointWriteError as exc:
+        what = str(exc)
+    except OSError as exc:
+        if exc.errno not in DISK_ERRNOS:
+            raise
+        what = f"{exc.filename or run_dir}: cannot write it ({exc.strerror})"
+    else:
+        return
+    kept = complete_checkpoints(run_dir)
+    raise RunWriteError(
+        f"{what}; the run stopped "
+        + (f"with {kept[0]} kept" if kept else "before its first checkpoint")
+        + f": make room and continue with `{command}`"
+    )
+
+
+#: The run directories this process holds: resolved path -> its lock's file descriptor.
+_HELD: dict[Path, int] = {}
+
+
+@contextlib.contextmanager
+def hold_run(run_dir: Path) -> Iterator[None]:
+    """Hold ``run_dir`` for this process while it writes there (re-entrant).
+
+    A second process that would write in the same run (a second ``--resume``, a cloning
+    resume inside a running pipeline) is refused until this one ends: two writers would
+    interleave ``metrics.jsonl`` and replace each other's checkpoints. The lock is the OS's
+    (``flock`` on ``RUN_DIR/.lock``), so a process that dies, even by SIGKILL, drops it.
+
+    Raises:
+        FileExistsError: Another process holds the run; the message gives its pid.
+    """
+    key = Path(run_dir).resolve()
+    if key in _HELD:  # held further up this call stack
+        yield
+        return
+    try:
+        import fcntl
+    except ImportError:  # pragma: no cover - not a POSIX system: no lock
+        yield
+        return
+    fd = os.open(key / ".lock", os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        pid = os.read(fd, 32).decode(errors="replace").strip()
+        os.close(fd)
+        raise FileExistsError(
+            f"{run_dir} is in use by another process (pid {pid or '?'}) that is training or "
+            "cloning in it: wait for it to end, or stop it, then run this again"
+        ) from None
+    os.ftruncate(fd, 0)
+    os.write(fd, str(os.getpid()).encode())
+    _HELD[key] = fd
+    try:
+        yield
+    finally:
+        del _HELD[key]
+        os.close(fd)
+
+
+def write_config(run_dir: Path, cfg: Config) -> None:
+    """Write a new run's ``config.json`` (atomically: a run directory never has half of one).
+
+    Raises:
+        RunWriteError: The disk refused it; the folder, made for this run, is removed if empty.
+    """
+    from agent_gym.paths import atomic_write_text
+
+    try:
+        atomic_write_text(run_dir / "config.json", dumps(cfg))
+    except OSError as exc:
+        if exc.errno not in DISK_ERRNOS:
+            raise
+        with contextlib.suppress(OSError):
+            run_dir.rmdir()
+        raise RunWriteError(
+            f"{run_dir / 'config.json'}: cannot write it ({exc.strerror}); nothing ran: make "
+            "room and run the command again"
+        ) from None
 
 
 def seed_everything(seed: int, threads: int = 0) -> None:
@@ -137,11 +247,23 @@ def run_kind(run_dir: Path) -> str | None:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object from ``path``; ``{}`` when the file is missing or torn."""
-    try:
-        return json.loads(path.read_text()) if path.is_file() else {}
-    except ValueError:
+    """A JSON object from ``path``; ``{}`` when the file is missing.
+
+    Raises:
+        ValueError: The file is there but not a JSON object (runs write theirs whole, so it
+            was damaged or edited); the message names it.
+    """
+    if not path.is_file():
         return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        problem = f"not valid JSON ({exc})"
+    else:
+        if isinstance(data, dict):
+            return data
+        problem = f"a JSON {type(data).__name__}, not an object"
+    raise ValueError(f"{path}: {problem}; restore it, or delete it for the run to write it again")
 
 
 def write_json(path: Path, data: dict[str, Any]) -> None:

@@ -133,12 +133,23 @@ def mean_nll(model: Any, batch: StepBatch | None, pad_id: int, device: Any, micr
     return total / max(count, 1)
 
 
-def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
-    """Clone the expert per ``cfg`` into a new run directory (or ``run_dir``); return it."""
+def sft(
+    cfg: Config, *, run_dir: Path | None = None, log: Any = print, continue_with: str = ""
+) -> Path:
+    """Clone the expert per ``cfg`` into a new run directory (or ``run_dir``); return it.
+
+    Args:
+        cfg: The config (its ``[sft]`` table; ``model.init = "sft"`` is read as no init).
+        run_dir: Where to clone (a pipeline's stage folder); None: a new run directory.
+        log: Where progress lines go.
+        continue_with: The command a refused write (a full disk) names to continue the run
+            (default ``algos sft --resume RUN``; a pipeline's stage names the pipeline's).
+    """
+    from agent_gym.paths import atomic_write_text
     from algos.checkpoint import init_chain, pin_init
     from algos.envs import check_envs
     from algos.policy import check_model
-    from algos.runs import new_run_dir
+    from algos.runs import hold_run, new_run_dir, stop_on_disk_error, write_config
 
     cfg = copy.deepcopy(cfg)
     if cfg.model.init == "sft":  # the pipeline's RL config: this stage starts from the model
@@ -151,46 +162,58 @@ def sft(cfg: Config, *, run_dir: Path | None = None, log: Any = print) -> Path:
         init_chain(Path(cfg.model.init), cfg.model.name)
     if run_dir is None:
         run_dir = new_run_dir(cfg, "sft")
-    run_dir = Path(run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    (run_dir / "config.json").write_text(dumps(cfg))
-    (run_dir / "sft.json").write_text(json.dumps({"finished": False}))  # a cloning run's mark
-    return _run(cfg, run_dir, log, resume=False)
+        write_config(run_dir, cfg)
+        config_written = True
+    else:
+        run_dir, config_written = Path(run_dir), False
+        run_dir.mkdir(parents=True, exist_ok=True)
+    command = continue_with or f"algos sft --resume {run_dir}"
+    with hold_run(run_dir), stop_on_disk_error(run_dir, command):
+        if not config_written:
+            atomic_write_text(run_dir / "config.json", dumps(cfg))
+        atomic_write_text(run_dir / "sft.json", json.dumps({"finished": False}))  # the mark
+        return _run(cfg, run_dir, log, resume=False)
 
 
-def resume_sft(run_dir: Path, *, log: Any = print) -> Path:
+def resume_sft(run_dir: Path, *, log: Any = print, continue_with: str = "") -> Path:
     """Continue the SFT run in ``run_dir`` after its last complete epoch.
 
     A run stopped before its first epoch's checkpoint starts over (the same clone).
+    ``continue_with`` as in :func:`sft`.
 
     Raises:
         ValueError: ``run_dir`` is a training run (its checkpoints would be replaced).
+        FileExistsError: Another process is cloning in it (:func:`algos.runs.hold_run`).
     """
-    from algos.runs import run_config, run_kind
+    from algos.runs import hold_run, run_config, run_kind, stop_on_disk_error
 
+    run_dir = Path(run_dir)
     cfg = run_config(run_dir)
     if run_kind(run_dir) == "rl":
         raise ValueError(
             f"{run_dir} is a training run (algos train), not a behaviour-cloning run: continue "
             f"it with `algos train --resume {run_dir}`"
         )
-    started = any((Path(run_dir) / "checkpoints").glob("iter_*"))
-    if not started:  # the same config and seeds: the same clone
-        log(f"{run_dir}: stopped before its first epoch's checkpoint; starting it over")
-    return _run(cfg, Path(run_dir), log, resume=started)
+    command = continue_with or f"algos sft --resume {run_dir}"
+    with hold_run(run_dir), stop_on_disk_error(run_dir, command):
+        started = any((run_dir / "checkpoints").glob("iter_*"))
+        if not started:  # the same config and seeds: the same clone
+            log(f"{run_dir}: stopped before its first epoch's checkpoint; starting it over")
+        return _run(cfg, run_dir, log, resume=started)
 
 
 def finished(run_dir: Path) -> bool:
     """Whether the SFT run in ``run_dir`` completed every epoch."""
-    path = Path(run_dir) / "sft.json"
-    return path.is_file() and json.loads(path.read_text()).get("finished", False)
+    from algos.runs import read_json
+
+    return bool(read_json(Path(run_dir) / "sft.json").get("finished", False))
 
 
 def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
     from algos.checkpoint import restore_latest, save_checkpoint
     from algos.metrics import MetricsLogger
     from algos.policy import build_models, compute_dtype_line
-    from algos.runs import seed_everything
+    from algos.runs import seed_everything, write_json
 
     s = cfg.sft
     build_cfg = copy.deepcopy(cfg)
@@ -252,7 +275,7 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
             val_nll = mean_nll(model, val_rows, pad, device, micro)
         summary["val_nll_after"] = val_nll
         summary["finished"] = True
-        (run_dir / "sft.json").write_text(json.dumps(summary, indent=2))
+        write_json(run_dir / "sft.json", summary)
     finally:
         logger.close()
     try:

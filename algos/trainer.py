@@ -39,11 +39,14 @@ from algos.metrics import MetricsLogger
 from algos.rollout import RolloutResult, rollout
 from algos.runs import (
     check_new_run,
+    hold_run,
     new_run_dir,
     read_json,
     run_config,
     run_kind,
     seed_everything,
+    stop_on_disk_error,
+    write_config,
     write_json,
 )
 
@@ -127,7 +130,7 @@ def build_session(
         run_dir = world.broadcast_object(new_run_dir(cfg) if world.is_main else None)
     if not resume:
         if world.is_main:
-            (run_dir / "config.json").write_text(dumps(cfg))
+            write_config(run_dir, cfg)
     else:
         done, extra = restore_latest(run_dir, learner, log)
         if "rollout" in extra and hasattr(backend, "rng_state"):
@@ -295,7 +298,7 @@ def train(cfg: Config, *, log: Any = print) -> Path:
         check_split(cfg)
         check_envs(cfg, experts=cfg.sft.expert)
         run_dir = new_run_dir(cfg)
-        (run_dir / "config.json").write_text(dumps(cfg))
+        write_config(run_dir, cfg)
     return _run(cfg, run_dir, log, resume=False)
 
 
@@ -313,14 +316,27 @@ def resume(run_dir: str | Path, *, iterations: int | None = None, log: Any = pri
 
     Raises:
         FileNotFoundError: Not a run directory, or every checkpoint in it is damaged.
-        ValueError: Its ``config.json`` is damaged, or ``iterations`` is negative or fewer
-            than the iterations the run has done (checked before any model loads).
+        FileExistsError: Another process is training in it (:func:`algos.runs.hold_run`).
+        ValueError: Its ``config.json`` or ``eval.json`` is damaged, or ``iterations`` is
+            negative or fewer than the iterations the run has done (checked before any model
+            loads).
     """
+    run_dir = Path(run_dir)
+    cfg = run_config(run_dir)
+    with _holding(run_dir):
+        return _resume(cfg, run_dir, iterations, log)
+
+
+def _holding(run_dir: Path) -> Any:
+    """:func:`algos.runs.hold_run` in the process that writes the run (rank 0)."""
+    return hold_run(run_dir) if launcher_rank() == 0 else contextlib.nullcontext()
+
+
+def _resume(cfg: Config, run_dir: Path, iterations: int | None, log: Any) -> Path:
     from algos.checkpoint import done_iterations
     from algos.config import apply
 
-    run_dir = Path(run_dir)
-    cfg = run_config(run_dir)
+    read_json(run_dir / "eval.json")  # a damaged one is named now, not after the model loads
     if run_kind(run_dir) == "sft":  # its epochs are not iterations: RL would train in it
         raise ValueError(
             f"{run_dir} is a behaviour-cloning run (algos sft): continue it with `algos sft "
@@ -369,20 +385,33 @@ def _sft_stage(cfg: Config, run_dir: Path, log: Any) -> None:
     if finished(stage):
         return
     log(f"stage 1/2: behaviour cloning on {cfg.sft.demos} expert episodes -> {stage}")
+    command = f"algos train --resume {run_dir}"  # what continues the pipeline
     if (stage / "config.json").is_file():
-        resume_sft(stage, log=log)
+        resume_sft(stage, log=log, continue_with=command)
     else:
-        sft(cfg, run_dir=stage, log=log)
+        sft(cfg, run_dir=stage, log=log, continue_with=command)
     log("stage 2/2: RL from the cloned policy")
 
 
 def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
+    with contextlib.ExitStack() as held:
+        if run_dir is not None:
+            held.enter_context(_holding(run_dir))
+        if cfg.model.init == "sft":
+            _sft_stage(cfg, run_dir, log)
+            resume = any((run_dir / "checkpoints").glob("iter_*"))  # killed before RL: start it
+        s = build_session(cfg, run_dir, resume=resume, log=log)
+        if run_dir is None:  # made just now by build_session
+            held.enter_context(_holding(s.run_dir))
+        with stop_on_disk_error(s.run_dir, f"algos train --resume {s.run_dir}"):
+            return _train_session(s, log)
+
+
+def _train_session(s: Session, log: Any) -> Path:
+    """Evaluate, train and evaluate in the built session ``s``; return its run directory."""
     from algos.eval import evaluate
 
-    if cfg.model.init == "sft":
-        _sft_stage(cfg, run_dir, log)
-        resume = bool(list((run_dir / "checkpoints").glob("iter_*")))  # killed before RL: start it
-    s = build_session(cfg, run_dir, resume=resume, log=log)
+    cfg = s.cfg
     main = s.world.is_main  # rank 0 evaluates, logs and writes; the others wait at barriers
     if not main:
         log = _quiet

@@ -292,33 +292,103 @@ def test_a_backend_that_cannot_run_here_is_one_line_before_anything_loads(tmp_pa
     assert not any(tmp_path.glob("*/config.json")), "a refused start left a run directory"
 
 
-def test_a_checkpoint_that_cannot_be_written_is_one_line_and_the_run_resumes(tmp_path):
-    """A full disk was a SafetensorError traceback that left a half-written checkpoint folder.
+def _algos_limited(limit: int, *args: str, cwd: Path) -> subprocess.CompletedProcess:
+    """``algos ARGS`` where no file may grow past ``limit`` bytes: a disk that refuses writes.
 
-    The write fails here through a real OS limit, not a fake: RLIMIT_FSIZE, past which a file
-    cannot grow (EFBIG, where a full disk gives ENOSPC); 200 KB lets the run's logs through and
-    stops the first checkpoint (the tiny model's weights are 366 KB).
+    A real OS limit, not a fake: RLIMIT_FSIZE, past which a write fails with EFBIG (where a
+    full disk gives ENOSPC).
     """
     import resource
     import signal
 
     def limited() -> None:
         signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a failed write, not a killed process
-        resource.setrlimit(resource.RLIMIT_FSIZE, (200_000, 200_000))
+        resource.setrlimit(resource.RLIMIT_FSIZE, (limit, limit))
 
-    args = _keypad_args(f"run.out_dir='{tmp_path}'", "run.name='full'", "run.iterations=2",
-                        "run.save_every=1")  # fmt: skip
     env = {**os.environ, "PYTHONPATH": f"{HERE}{os.pathsep}{ROOT}", "OMP_NUM_THREADS": "1"}
-    out = subprocess.run([sys.executable, "-m", "algos.cli", *args], cwd=tmp_path, env=env,
-                         capture_output=True, text=True, timeout=300, preexec_fn=limited)  # fmt: skip
-    run = tmp_path / "full"
+    return subprocess.run([sys.executable, "-m", "algos.cli", *args], cwd=cwd, env=env,
+                          capture_output=True, text=True, timeout=300, preexec_fn=limited)  # fmt: skip
+
+
+def _one_line(out: subprocess.CompletedProcess, *parts: str) -> None:
+    """``out`` stopped with exit status 2 and one message holding ``parts``, no traceback."""
     assert out.returncode == 2, out.stderr[-2000:]
     assert "Traceback" not in out.stderr, out.stderr[-2000:]
-    assert f"algos train: {run}/checkpoints/iter_000001: cannot write it (" in out.stderr
-    assert f"the run has no earlier checkpoint: make room and continue with --resume {run}" in (
-        out.stderr
-    )
+    for part in parts:
+        assert part in out.stderr, out.stderr[-2000:]
+
+
+def test_a_checkpoint_that_cannot_be_written_is_one_line_and_the_run_resumes(tmp_path):
+    """A full disk was a SafetensorError traceback that left a half-written checkpoint folder.
+
+    200 KB lets the run's logs through and stops the first checkpoint (the tiny model's
+    weights are 366 KB).
+    """
+    args = _keypad_args(f"run.out_dir='{tmp_path}'", "run.name='full'", "run.iterations=2",
+                        "run.save_every=1")  # fmt: skip
+    out = _algos_limited(200_000, *args, cwd=tmp_path)
+    run = tmp_path / "full"
+    _one_line(out, f"algos train: {run}/checkpoints/iter_000001: cannot write it (",
+              f"the run stopped before its first checkpoint: make room and continue with "
+              f"`algos train --resume {run}`")  # fmt: skip
     assert not list((run / "checkpoints").glob(".*")), "a half-written checkpoint was left"
     again = _algos("train", "--resume", str(run), cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert (run / "checkpoints" / "iter_000002" / "model.safetensors").is_file()
+
+
+def test_a_log_that_cannot_be_written_is_one_line_and_the_run_resumes(tmp_path):
+    """A full disk while ``episodes.jsonl`` (or ``metrics.jsonl``) was appended was an
+    ``OSError: [Errno 28]`` traceback naming no file.
+
+    15 KB lets the first iteration's 8 logged episodes (~10 KB) through, not the second's.
+    """
+    args = _keypad_args(f"run.out_dir='{tmp_path}'", "run.name='full'", "run.iterations=2",
+                        "run.save_every=0", "run.log_episodes=8")  # fmt: skip
+    out = _algos_limited(15_000, *args, cwd=tmp_path)
+    run = tmp_path / "full"
+    _one_line(out, f"algos train: {run}/episodes.jsonl: cannot write it (File too large)",
+              f"make room and continue with `algos train --resume {run}`")  # fmt: skip
+    again = _algos("train", "--resume", str(run), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    metrics = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    assert [m["iteration"] for m in metrics] == [1, 2]  # the torn part was dropped
+    episodes = [json.loads(line) for line in (run / "episodes.jsonl").read_text().splitlines()]
+    assert [e["iteration"] for e in episodes] == [1] * 8 + [2] * 8
+
+
+def test_eval_output_that_cannot_be_written_is_one_line(tmp_path):
+    """A full disk under ``algos eval --trajectories`` was a traceback naming no file."""
+    path = tmp_path / "eps.jsonl"
+    out = _algos_limited(1_000, "eval", "--env", "keypad_env:AlgosTest/Keypad-v0", "--set",
+                         "env.kwargs={distinct_tasks=true}", "--policy", "random", "--episodes",
+                         "4", "--trajectories", str(path), cwd=tmp_path)  # fmt: skip
+    _one_line(out, f"algos eval: {path}: cannot write it (File too large)")
+
+
+def test_a_config_that_cannot_be_written_leaves_no_run_folder(tmp_path):
+    """``config.json`` written in place by a full disk left half a file, in a folder whose
+    name a second try then found taken."""
+    args = _keypad_args(f"run.out_dir='{tmp_path}'", "run.name='full'")
+    out = _algos_limited(1_000, *args, cwd=tmp_path)
+    _one_line(out, f"algos train: {tmp_path}/full/config.json: cannot write it (File too large)",
+              "nothing ran: make room and run the command again")  # fmt: skip
+    assert not (tmp_path / "full").exists()
+
+
+def test_a_cloning_stage_that_cannot_be_written_names_the_pipeline_to_resume(tmp_path):
+    """A pipeline's clone that could not be checkpointed said ``continue with --resume
+    RUN/sft``: neither the command nor the folder that continues the pipeline."""
+    clone = (f"run.out_dir='{tmp_path}'", "model.init='sft'", "env.kwargs={distinct_tasks=true}",
+             "sft.demos=4", "sft.val_demos=0", "sft.epochs=1")  # fmt: skip
+    out = _algos_limited(8_000, *_keypad_args(*clone, "run.name='full'"), cwd=tmp_path)
+    run = tmp_path / "full"
+    _one_line(out, f"algos train: {run}/sft/checkpoints/iter_000001: cannot write it (",
+              f"make room and continue with `algos train --resume {run}`")  # fmt: skip
+    again = _algos("train", "--resume", str(run), cwd=tmp_path)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert (run / "checkpoints" / "iter_000002" / "model.safetensors").is_file()
+    # The same clone as a run of its own names its own command.
+    args = _keypad_args(*clone, "run.name='clone'")[1:]
+    out = _algos_limited(8_000, "sft", *args, cwd=tmp_path)
+    _one_line(out, f"make room and continue with `algos sft --resume {tmp_path / 'clone'}`")

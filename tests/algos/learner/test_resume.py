@@ -174,6 +174,53 @@ def test_a_pipeline_stopped_while_cloning_before_a_checkpoint_starts_the_stage_o
     assert wa.keys() == wb.keys() and all(torch.equal(wa[k], wb[k]) for k in wa)  # the same run
 
 
+def test_a_damaged_eval_json_is_named_not_read_as_empty(keypad_overrides, capsys):
+    """A damaged ``eval.json`` read as ``{}``: a finished run's resume evaluated "before" and
+    "after" again over it, and ``algos plot`` drew no held-out curve, neither saying why."""
+    from algos.cli import main
+
+    run = train(_cfg(keypad_overrides, "evals", 1, "run.eval_episodes=4"), **QUIET)
+    for damage in ('{"before": {"success_rate": 0.5', "[1, 2]"):
+        (run / "eval.json").write_text(damage)
+        for command in (["train", "--resume", str(run)], ["plot", str(run)]):
+            assert main(command) == 2
+            err = capsys.readouterr().err
+            assert f"{run / 'eval.json'}: " in err and "restore it, or delete it" in err, err
+
+
+def test_a_run_another_process_is_writing_is_not_resumed_beside_it(keypad_overrides):
+    """Two ``--resume`` of one run (a second terminal, a retry while the first still ran)
+    trained side by side: interleaved ``metrics.jsonl`` lines, each replacing the other's
+    checkpoints."""
+    from algos.runs import hold_run
+
+    here = "env=keypad_env:AlgosTest/Keypad-v0"  # an id another process can import
+    run = train(_cfg(keypad_overrides, "busy", 1, here), **QUIET)
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(HERE), os.environ.get("PYTHONPATH", "")]),
+    }
+    command = [
+        sys.executable,
+        "-m",
+        "algos.cli",
+        "train",
+        "--resume",
+        str(run),
+        "--iterations",
+        "2",
+    ]
+    with hold_run(run):  # this process holds it, as a running `algos train` does
+        out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+        assert out.returncode == 2, out.stderr[-2000:]
+        assert f"{run} is in use by another process (pid {os.getpid()})" in out.stderr
+        resume(run, iterations=2, **QUIET)  # the holder itself goes on (the lock re-enters)
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2]
+    out = subprocess.run([*command[:-1], "3"], env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]  # released: the next process may write
+    assert [r["iteration"] for r in read_metrics(run)] == [1, 2, 3]
+
+
 def test_a_crafted_pickle_fails_closed(keypad_overrides, tmp_path):
     run = train(_cfg(keypad_overrides, "evil", 1), **QUIET)
     marker = tmp_path / "pwned"

@@ -123,10 +123,11 @@ def compare(
         stage = out_dir / "sft"
         if not finished(stage):
             log(f"compare: behaviour cloning once, shared by every run -> {stage}")
+            again = "the same `algos compare` command (it goes on where it stopped)"
             if (stage / "config.json").is_file():  # an earlier comparison stopped in it
-                resume_sft(stage, log=log)
+                resume_sft(stage, log=log, continue_with=again)
             else:
-                sft(base, run_dir=stage, log=log)
+                sft(base, run_dir=stage, log=log, continue_with=again)
         init = str(stage)
     runs: dict[str, list[Path]] = {}
     start_eval: dict[str, Any] = {}  # the start's held-out rows, the same for every run

@@ -36,7 +36,8 @@ def stop_on_disk_error(run_dir: Path, command: str) -> Iterator[None]:
 
     Args:
         run_dir: The run the writes belong to.
-        command: What continues it once there is room, e.g. ``algos train --resume RUN``.
+        command: What continues it once there is room, as the message shows it, e.g.
+            ``"`algos train --resume RUN`"``.
     """
     from algos.checkpoint import CheckpointWriteError, complete_checkpoints
 
@@ -54,7 +55,7 @@ def stop_on_disk_error(run_dir: Path, command: str) -> Iterator[None]:
     raise RunWriteError(
         f"{what}; the run stopped "
         + (f"with {kept[0]} kept" if kept else "before its first checkpoint")
-        + f": make room and continue with `{command}`"
+        + f": make room and continue with {command}"
     )
 
 

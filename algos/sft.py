@@ -142,8 +142,8 @@ def sft(
         cfg: The config (its ``[sft]`` table; ``model.init = "sft"`` is read as no init).
         run_dir: Where to clone (a pipeline's stage folder); None: a new run directory.
         log: Where progress lines go.
-        continue_with: The command a refused write (a full disk) names to continue the run
-            (default ``algos sft --resume RUN``; a pipeline's stage names the pipeline's).
+        continue_with: What a refused write (a full disk) says continues the run (default:
+            ``algos sft --resume RUN``; a pipeline's stage names the pipeline's command).
     """
     from agent_gym.paths import atomic_write_text
     from algos.checkpoint import init_chain, pin_init
@@ -167,7 +167,7 @@ def sft(
     else:
         run_dir, config_written = Path(run_dir), False
         run_dir.mkdir(parents=True, exist_ok=True)
-    command = continue_with or f"algos sft --resume {run_dir}"
+    command = continue_with or f"`algos sft --resume {run_dir}`"
     with hold_run(run_dir), stop_on_disk_error(run_dir, command):
         if not config_written:
             atomic_write_text(run_dir / "config.json", dumps(cfg))
@@ -194,7 +194,7 @@ def resume_sft(run_dir: Path, *, log: Any = print, continue_with: str = "") -> P
             f"{run_dir} is a training run (algos train), not a behaviour-cloning run: continue "
             f"it with `algos train --resume {run_dir}`"
         )
-    command = continue_with or f"algos sft --resume {run_dir}"
+    command = continue_with or f"`algos sft --resume {run_dir}`"
     with hold_run(run_dir), stop_on_disk_error(run_dir, command):
         started = any((run_dir / "checkpoints").glob("iter_*"))
         if not started:  # the same config and seeds: the same clone

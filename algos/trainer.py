@@ -385,7 +385,7 @@ def _sft_stage(cfg: Config, run_dir: Path, log: Any) -> None:
     if finished(stage):
         return
     log(f"stage 1/2: behaviour cloning on {cfg.sft.demos} expert episodes -> {stage}")
-    command = f"algos train --resume {run_dir}"  # what continues the pipeline
+    command = f"`algos train --resume {run_dir}`"  # what continues the pipeline
     if (stage / "config.json").is_file():
         resume_sft(stage, log=log, continue_with=command)
     else:
@@ -403,7 +403,7 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
         s = build_session(cfg, run_dir, resume=resume, log=log)
         if run_dir is None:  # made just now by build_session
             held.enter_context(_holding(s.run_dir))
-        with stop_on_disk_error(s.run_dir, f"algos train --resume {s.run_dir}"):
+        with stop_on_disk_error(s.run_dir, f"`algos train --resume {s.run_dir}`"):
             return _train_session(s, log)
 
 

@@ -388,7 +388,11 @@ def test_a_cloning_stage_that_cannot_be_written_names_the_pipeline_to_resume(tmp
     again = _algos("train", "--resume", str(run), cwd=tmp_path)
     assert again.returncode == 0, again.stderr[-2000:]
     assert (run / "checkpoints" / "iter_000002" / "model.safetensors").is_file()
-    # The same clone as a run of its own names its own command.
+    # The same clone as a run of its own names its own command; a comparison's, the comparison.
     args = _keypad_args(*clone, "run.name='clone'")[1:]
     out = _algos_limited(8_000, "sft", *args, cwd=tmp_path)
     _one_line(out, f"make room and continue with `algos sft --resume {tmp_path / 'clone'}`")
+    out = _algos_limited(8_000, "compare", *args, "--algos", "grpo", "--seeds", "0", "--out",
+                         str(tmp_path / "cmp"), cwd=tmp_path)  # fmt: skip
+    _one_line(out, f"algos compare: {tmp_path}/cmp/sft/checkpoints/iter_000001: cannot write",
+              "make room and continue with the same `algos compare` command")  # fmt: skip

@@ -94,8 +94,9 @@ def hold_run(run_dir: Path) -> Iterator[None]:
             f"{run_dir} is in use by another process (pid {pid or '?'}) that is training or "
             "cloning in it: wait for it to end, or stop it, then run this again"
         ) from None
-    os.ftruncate(fd, 0)
-    os.write(fd, str(os.getpid()).encode())
+    with contextlib.suppress(OSError):  # the pid is only for the message above
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
     _HELD[key] = fd
     try:
         yield
@@ -258,7 +259,7 @@ def read_json(path: Path) -> dict[str, Any]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as exc:
+    except ValueError as exc:  # UnicodeDecodeError too
         problem = f"not valid JSON ({exc})"
     else:
         if isinstance(data, dict):

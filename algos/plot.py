@@ -108,6 +108,20 @@ def _dress(ax: Any, title: str, ylabel: str, legend_size: int, xlabel: str = "it
     ax.grid(alpha=0.3)
 
 
+def draw_plots(run_dir: Path, log: Any = print) -> None:
+    """:func:`plot_run` at the end of a run or a clone, which is complete by then.
+
+    Plots that cannot be written (a full disk) are a warning that says how to draw them later.
+    """
+    try:
+        plot_run(run_dir)
+    except ImportError:  # pragma: no cover - matplotlib is in the train extra
+        pass
+    except OSError as exc:
+        log(f"warning: {exc.filename or Path(run_dir) / 'plots'}: cannot write the plots "
+            f"({exc.strerror}); the run is complete: `algos plot {run_dir}` draws them later")  # fmt: skip
+
+
 def plot_run(run_dir: str | Path) -> list[Path]:
     """Write ``RUN_DIR/plots/curves.png`` (the panels that have data) and ``success.png``."""
     import matplotlib

@@ -278,12 +278,9 @@ def _run(cfg: Config, run_dir: Path, log: Any, *, resume: bool) -> Path:
         write_json(run_dir / "sft.json", summary)
     finally:
         logger.close()
-    try:
-        from algos.plot import plot_run
+    from algos.plot import draw_plots
 
-        plot_run(run_dir)  # plots/curves.png: the NLL per epoch
-    except ImportError:  # pragma: no cover - matplotlib is in the train extra
-        pass
+    draw_plots(run_dir, log)  # plots/curves.png: the NLL per epoch
     return run_dir
 
 

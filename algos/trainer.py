@@ -475,12 +475,9 @@ def _train_session(s: Session, log: Any) -> Path:
         s.close()
     run_dir = _leave(s)
     if main:
-        try:
-            from algos.plot import plot_run
+        from algos.plot import draw_plots
 
-            plot_run(run_dir)
-        except ImportError:  # pragma: no cover - matplotlib is in the train extra
-            pass
+        draw_plots(run_dir, log)
     return run_dir
 
 

@@ -366,6 +366,18 @@ def test_eval_output_that_cannot_be_written_is_one_line(tmp_path):
     _one_line(out, f"algos eval: {path}: cannot write it (File too large)")
 
 
+def test_plots_that_cannot_be_written_leave_the_finished_run_finished(tmp_path):
+    """The plots drawn after the last evaluation are not the run: a figure that could not be
+    written (here a folder stands where it goes) said the run stopped and should resume."""
+    run = tmp_path / "done"
+    (run / "plots" / "curves.png").mkdir(parents=True)
+    out = _train_keypad(tmp_path, f"run.out_dir='{tmp_path}'", "run.name='done'")
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert f"warning: {run}/plots/curves.png: cannot write the plots" in out.stdout, out.stdout
+    assert f"`algos plot {run}` draws them later" in out.stdout
+    assert (run / "checkpoints" / "latest").is_file()
+
+
 def test_a_config_that_cannot_be_written_leaves_no_run_folder(tmp_path):
     """``config.json`` written in place by a full disk left half a file, in a folder whose
     name a second try then found taken."""

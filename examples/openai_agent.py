@@ -27,6 +27,7 @@ import gymnasium as gym
 import agent_gym
 from agent_gym.agents import run_episode
 from agent_gym.episode import Episode
+from agent_gym.registration import resolve_env_id
 from agent_gym.wrappers import ChatPrompt, ParseAction
 
 
@@ -128,13 +129,13 @@ class OpenAIChatAgent:
 def make_env(env_id: str, action_format: str = "tag", history_length: int = 2) -> gym.Env:
     """The env as an LLM sees it: parsed actions, chat prompts."""
     gym.register_envs(agent_gym)
-    env = ParseAction(gym.make(env_id), format=action_format)
+    env = ParseAction(gym.make(resolve_env_id(env_id)), format=action_format)
     return ChatPrompt(env, history_length=history_length)
 
 
 def main(argv: list[str] | None = None) -> list[Episode]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--env", default="AgentR1/ALFWorld-v0", help="env id")
+    parser.add_argument("--env", default="AgentR1/ALFWorld-v0", help="env id or short name")
     parser.add_argument("--base-url", default="http://localhost:8000/v1")
     parser.add_argument("--model", required=True)
     parser.add_argument("--episodes", type=int, default=3)

@@ -32,13 +32,17 @@ from typing import Any
 import gymnasium as gym
 
 import agent_gym
+from agent_gym.registration import resolve_env_id
 from agent_gym.wrappers import ChatPrompt, ParseAction, RecordEpisodes, ShapeReward
 from agent_gym.wrappers.action_formats import admissible_actions
 
 
 def build_env(args: argparse.Namespace) -> gym.Env:
     """``ShapeReward(ParseAction(env))``, the env in process or behind ``--url``."""
-    env = gym.make(agent_gym.OPENENV_ID, url=args.url) if args.url else gym.make(args.env)
+    if args.url:
+        env = gym.make(agent_gym.OPENENV_ID, url=args.url)
+    else:
+        env = gym.make(resolve_env_id(args.env))
     env = ParseAction(env, format=args.format, match=args.match, max_episode_steps=args.max_turns)
     env = ShapeReward(env, success_bonus=args.success_bonus, invalid_penalty=args.invalid_penalty)
     return RecordEpisodes(env, args.episodes_jsonl) if args.episodes_jsonl else env
@@ -210,7 +214,7 @@ def build_trainer(args: argparse.Namespace) -> Any:
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     """Command-line options (see ``--help``)."""
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--env", default="AgentR1/HotpotQA-v0", help="env id (in-process)")
+    p.add_argument("--env", default="AgentR1/HotpotQA-v0", help="env id or short name (in-process)")
     p.add_argument("--url", default=None, help="an OpenEnv server (agent-gym serve-env) instead")
     p.add_argument("--model", default="smollm2-135m", help="smollm2-135m, tiny-random or a HF path")
     p.add_argument("--format", default="tag", choices=("tag", "tool_call", "plain"))

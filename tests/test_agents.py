@@ -195,8 +195,8 @@ def test_openai_example_run_as_a_script_says_what_is_wrong_in_one_line() -> None
     import sys
 
     for args, message in (
-        (["--env", "WebShop-v0"], "openai_agent.py: Environment `WebShop` doesn't exist"),
-        (["--env", "AgentR1/HotpotQA-v0", "--base-url", "http://127.0.0.1:9/v1"],
+        (["--env", "WebShp-v0"], "openai_agent.py: unknown environment 'WebShp-v0'; agent-gym"),
+        (["--env", "hotpotqa", "--base-url", "http://127.0.0.1:9/v1"],  # a short name works
          "openai_agent.py: cannot reach http://127.0.0.1:9/v1"),
     ):  # fmt: skip
         out = subprocess.run([sys.executable, str(EXAMPLE), "--model", "m", "--episodes", "1",

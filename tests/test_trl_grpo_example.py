@@ -69,7 +69,7 @@ def test_a_bad_model_or_env_is_one_line_when_run_as_a_script() -> None:
     script = Path(example.__file__)
     for args, message in (
         (["--model", "no-such-model"], "trl_grpo_hotpotqa.py: model 'no-such-model' is not"),
-        (["--env", "HotpotQA-v0", "--model", "tiny-random"], "Environment `HotpotQA` doesn't"),
+        (["--env", "HotpotQ", "--model", "tiny-random"], "unknown environment 'HotpotQ'"),
     ):
         out = subprocess.run([sys.executable, str(script), "--cpu", *args], capture_output=True,
                              text=True, timeout=300)  # fmt: skip

@@ -132,6 +132,7 @@ def plot_run(run_dir: str | Path) -> list[Path]:
     rows = read_metrics(run_dir)
     evals = read_json(Path(run_dir) / "eval.json")
     xlabel = "epoch" if any("sft/loss" in r for r in rows) else "iteration"  # a cloning run
+    before = read_json(Path(run_dir) / "sft.json").get("val_nll_before")  # its epoch 0
     last = max([r["iteration"] for r in rows] + [1])
     panels = [
         (title, ylabel, [(k, lab) for k, lab in lines if any(k in r for r in rows)])
@@ -147,7 +148,6 @@ def plot_run(run_dir: str | Path) -> list[Path]:
         if title == "success rate":
             _success_panel(ax, rows, evals, last)
         else:
-            before = read_json(Path(run_dir) / "sft.json").get("val_nll_before")
             for key, label in lines:
                 pts = [(r["iteration"], r[key]) for r in rows if key in r]
                 if key == "sft/val_nll" and isinstance(before, (int, float)):

@@ -177,12 +177,12 @@ class ParseAction(gym.Wrapper[str, str, str, str], gym.utils.RecordConstructorAr
                 wrong = [offered]
             else:
                 offered = list(offered)
-                wrong = [c for c in offered if not isinstance(c, str)][:1]
+                wrong = [c for c in offered if not isinstance(c, str)]
             if wrong:
-                wrong, name = wrong[0], getattr(self.choices, "__name__", self.choices)
+                name = getattr(self.choices, "__name__", self.choices)
                 raise ValueError(
                     f"choices={name!r} must return the commands on offer, a list of str; "
-                    f"it gave {type(wrong).__name__} {wrong!r:.80}"
+                    f"it gave {type(wrong[0]).__name__} {wrong[0]!r:.80}"
                 )
             info = {**info, "choices": offered}
         return obs, info

@@ -64,10 +64,14 @@ class Session:
     """Iterations completed (the next one is ``done + 1``)."""
     world: World = field(default_factory=World)
     """This process's rank of a data-parallel run (one process by default)."""
+    eval_envs: Any = None
+    """The held-out tasks' envs (:class:`algos.eval.HeldOutEnvs`), kept between evaluations."""
 
     def close(self) -> None:
         """Close the envs and the backend's engine."""
         self.venv.close()
+        if self.eval_envs is not None:
+            self.eval_envs.close()
         close = getattr(self.backend, "close", None)  # the vLLM engine holds processes and files
         if close is not None:
             close()
@@ -409,10 +413,12 @@ def _run(cfg: Config, run_dir: Path | None, log: Any, *, resume: bool) -> Path:
 
 def _train_session(s: Session, log: Any) -> Path:
     """Evaluate, train and evaluate in the built session ``s``; return its run directory."""
-    from algos.eval import evaluate
+    from algos.eval import HeldOutEnvs, evaluate
 
     cfg = s.cfg
     main = s.world.is_main  # rank 0 evaluates, logs and writes; the others wait at barriers
+    if main and s.eval_envs is None:
+        s.eval_envs = HeldOutEnvs(cfg)  # one set of held-out envs for every evaluation
     if not main:
         log = _quiet
     if _finished(cfg, s.run_dir, s.done):
@@ -427,7 +433,7 @@ def _train_session(s: Session, log: Any) -> Path:
         if cfg.run.eval_episodes and "before" not in summary and main:
             summary.update(_baselines(cfg, log))
             summary["before"] = evaluate(
-                cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress
+                cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress, envs=s.eval_envs
             )
             log(f"eval before training: {summary['before']['line']}")
             write_json(s.run_dir / "eval.json", summary)
@@ -442,7 +448,10 @@ def _train_session(s: Session, log: Any) -> Path:
                 and it % every == 0
                 and it < cfg.run.iterations
             ):
-                held = evaluate(cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress)
+                held = evaluate(
+                    cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress,
+                    envs=s.eval_envs,
+                )  # fmt: skip
                 metrics.update({f"eval/{k}": held[k] for k in _EVAL_KEYS})
                 log(f"eval after iteration {it}: {held['line']}")
             logger.log(it, metrics)
@@ -464,7 +473,7 @@ def _train_session(s: Session, log: Any) -> Path:
                 )
         if cfg.run.eval_episodes and main:
             summary["after"] = evaluate(
-                cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress
+                cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress, envs=s.eval_envs
             )
             log(f"eval after training: {summary['after']['line']}")
             write_json(s.run_dir / "eval.json", summary)

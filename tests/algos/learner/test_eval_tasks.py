@@ -50,3 +50,37 @@ def test_a_large_split_gives_as_many_distinct_tasks_as_asked():
     one = load_config(None, KEYPAD)  # the plain Keypad env has one task
     with pytest.warns(UserWarning, match="1 distinct held-out tasks"):
         assert len(eval_seeds(one, 5)) == 1
+
+
+def test_evaluations_in_kept_envs_play_the_games_without_loading_them_again(monkeypatch):
+    # The trainer evaluates before and after training, `algos eval` once per model: in one
+    # HeldOutEnvs the second evaluation makes no env and loads no game (each slot holds its
+    # game), and plays exactly the episodes that fresh envs play.
+    from textworld.envs.pddl import PddlEnv
+
+    import algos.eval as ev
+    from algos.eval import HeldOutEnvs, open_policy, play
+
+    cfg = load_config(None, ["env=alfworld", "model=tiny-random", "env.max_steps=3"])
+    backend = open_policy("hf:tiny-random", cfg)
+    made, loads = [], []
+    make_envs, load = ev.make_envs, PddlEnv.load
+    monkeypatch.setattr(ev, "make_envs", lambda *a, **k: made.append(1) or make_envs(*a, **k))
+    monkeypatch.setattr(
+        PddlEnv, "load", lambda self, *a, **k: loads.append(1) or load(self, *a, **k)
+    )
+
+    def played(**kw):
+        return [e.to_json() for e in play(cfg, backend, 4, record_text=True, **kw)]
+
+    fresh = played()
+    assert len(made) == 1 and len(loads) == 4
+    with HeldOutEnvs(cfg) as envs:
+        first = played(envs=envs)
+        made.clear(), loads.clear()
+        again = played(envs=envs)
+        assert made == [] and loads == []  # the same envs, each game already loaded
+    assert fresh == first == again
+    assert len({e["task_id"] for e in fresh}) == 4
+    # envs in subprocesses or Ray actors would hold their memory through training: not kept
+    assert not HeldOutEnvs(load_config(None, ["env=alfworld", "env.vector_mode='async'"])).keep

@@ -88,6 +88,7 @@ def _eval(args: argparse.Namespace) -> int:
     from algos.config import load_config
     from algos.envs import check_envs
     from algos.eval import (
+        HeldOutEnvs,
         check_policy,
         is_reference_agent,
         open_policy,
@@ -113,19 +114,21 @@ def _eval(args: argparse.Namespace) -> int:
     if args.trajectories:
         Path(args.trajectories).write_text("")  # each policy's episodes are appended below
     rows, results = [], {}
-    for spec in policies:
-        if is_reference_agent(spec):
-            episodes = play_agent(cfg, spec, args.episodes, progress=True)
-        else:
-            backend = open_policy(spec, cfg, served_model=args.model)
-            keep = bool(args.trajectories)
-            episodes = play(cfg, backend, args.episodes, progress=True, record_text=keep)
-        result = summarize(episodes)
-        print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
-        rows.append((spec, result))
-        results[spec] = result
-        if args.trajectories:  # each policy's episodes as soon as they are played
-            append_jsonl(args.trajectories, [{"policy": spec, **e.to_json()} for e in episodes])
+    with HeldOutEnvs(cfg) as envs:  # every model plays in the same envs
+        for spec in policies:
+            if is_reference_agent(spec):
+                episodes = play_agent(cfg, spec, args.episodes, progress=True)
+            else:
+                backend = open_policy(spec, cfg, served_model=args.model)
+                keep = bool(args.trajectories)
+                episodes = play(cfg, backend, args.episodes, progress=True, record_text=keep,
+                                envs=envs)  # fmt: skip
+            result = summarize(episodes)
+            print(f"{cfg.env.id} [{spec}] {result['line']}", flush=True)
+            rows.append((spec, result))
+            results[spec] = result
+            if args.trajectories:  # each policy's episodes as soon as they are played
+                append_jsonl(args.trajectories, [{"policy": spec, **e.to_json()} for e in episodes])
     n = max(result["episodes"] for _, result in rows)  # every row plays the same list
     print(f"\n{cfg.env.id}, {n} distinct held-out tasks (seeds from {cfg.env.eval_seed}):")
     print(table(rows))
@@ -273,7 +276,7 @@ REFUSALS = (ValueError, FileNotFoundError, FileExistsError, NotADirectoryError, 
 def main(argv: list[str] | None = None) -> int:
     """Entry point of the ``algos`` console script."""
     from algos.checkpoint import CheckpointError
-    from algos.runs import DISK_ERRNOS, RunWriteError
+    from algos.runs import DISK_ERRNOS, RunWriteError, disk_trouble
 
     args = build_parser().parse_args(argv)
     try:
@@ -284,8 +287,7 @@ def main(argv: list[str] | None = None) -> int:
     except OSError as exc:  # a write outside a run (eval --json, compare's tables)
         if exc.errno not in DISK_ERRNOS:
             raise
-        what = f"{exc.filename}: cannot write it" if exc.filename else "cannot write a file"
-        print(f"algos {args.command}: {what} ({exc.strerror})", file=sys.stderr)
+        print(f"algos {args.command}: {disk_trouble(exc)[0]}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
         print(f"algos {args.command}: interrupted", file=sys.stderr)

@@ -57,13 +57,27 @@ def launcher_rank() -> int:
     return int(os.environ.get("RANK", "0") or 0)
 
 
+#: Most rollout envs one process holds (``env.num_tasks x env.group_size``, over the ranks).
+MAX_ENVS_PER_PROCESS = 4096
+
+
 def check_world(cfg: Any, size: int) -> None:
     """Settings a run of ``size`` ranks cannot take; raised before anything is built.
 
     Raises:
-        ValueError: Fewer task groups than ranks, ``model.init = "sft"`` (its stage runs in
-            one process), FSDP with LoRA, or an explicit ``cuda:N`` device.
+        ValueError: More rollout envs per process than :data:`MAX_ENVS_PER_PROCESS`, fewer
+            task groups than ranks, ``model.init = "sft"`` (its stage runs in one process),
+            FSDP with LoRA, or an explicit ``cuda:N`` device.
     """
+    tasks, group = cfg.env.num_tasks, cfg.env.group_size
+    most = -(-tasks // max(size, 1)) * group  # the envs of the rank with the most groups
+    if most > MAX_ENVS_PER_PROCESS:
+        ranks = f" on the busiest of {size} ranks" if size > 1 else ""
+        raise ValueError(
+            f"env.num_tasks x env.group_size = {tasks} x {group}: {most} envs in one "
+            f"process{ranks}, more than the {MAX_ENVS_PER_PROCESS} a process holds; lower "
+            "env.num_tasks, or share the groups among more ranks (torchrun, docs/scaling.md)"
+        )
     if size <= 1:
         return
     if cfg.env.num_tasks < size:

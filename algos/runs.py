@@ -22,6 +22,21 @@ from algos.config import Config, config_from_dict, dumps
 DISK_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EIO})
 
 
+def disk_trouble(exc: OSError, where: Any = None) -> tuple[str, str]:
+    """``(what went wrong with the file, what to do)`` for an OSError of :data:`DISK_ERRNOS`.
+
+    >>> disk_trouble(OSError(errno.ENOSPC, "No space left on device", "RUN/metrics.jsonl"))
+    ('RUN/metrics.jsonl: cannot write it (No space left on device)', 'make room')
+    >>> disk_trouble(OSError(errno.EIO, "Input/output error", "RUN/eval.json"))[1]
+    'check the disk'
+    """
+    name = exc.filename or where or "a file"
+    if exc.errno == errno.EIO:  # a read as well as a write: the device itself failed
+        return f"{name}: the disk failed to read or write it ({exc.strerror})", "check the disk"
+    fix = "make the folder writable" if exc.errno == errno.EROFS else "make room"
+    return f"{name}: cannot write it ({exc.strerror})", fix
+
+
 class RunWriteError(RuntimeError):
     """A file of a run could not be written (a full disk).
 
@@ -44,18 +59,18 @@ def stop_on_disk_error(run_dir: Path, command: str) -> Iterator[None]:
     try:
         yield
     except CheckpointWriteError as exc:
-        what = str(exc)
+        what, fix = str(exc), "make room"
     except OSError as exc:
         if exc.errno not in DISK_ERRNOS:
             raise
-        what = f"{exc.filename or run_dir}: cannot write it ({exc.strerror})"
+        what, fix = disk_trouble(exc, run_dir)
     else:
         return
     kept = complete_checkpoints(run_dir)
     raise RunWriteError(
         f"{what}; the run stopped "
         + (f"with {kept[0]} kept" if kept else "before its first checkpoint")
-        + f": make room and continue with {command}"
+        + f": {fix} and continue with {command}"
     )
 
 
@@ -120,10 +135,8 @@ def write_config(run_dir: Path, cfg: Config) -> None:
             raise
         with contextlib.suppress(OSError):
             run_dir.rmdir()
-        raise RunWriteError(
-            f"{run_dir / 'config.json'}: cannot write it ({exc.strerror}); nothing ran: make "
-            "room and run the command again"
-        ) from None
+        what, fix = disk_trouble(exc, run_dir / "config.json")
+        raise RunWriteError(f"{what}; nothing ran: {fix} and run the command again") from None
 
 
 def seed_everything(seed: int, threads: int = 0) -> None:

@@ -22,7 +22,7 @@ from typing import Any, ClassVar
 
 from gymnasium.error import ResetNeeded
 
-from agent_gym.checks import flag
+from agent_gym.checks import flag, whole
 from agent_gym.core import TextEnv, check_reset_options
 from agent_gym.envs.hotpotqa.actions import (
     Answer,
@@ -97,14 +97,9 @@ class HotpotQAEnv(TextEnv):
             raise ValueError(f"split={split!r} is not one of {SPLITS}")
         if reward not in ("em", "f1"):
             raise ValueError(f"reward={reward!r} must be 'em' (exact match) or 'f1'")
-        for name, value in (
-            ("top_k", top_k),
-            ("passage_chars", passage_chars),
-            ("passages_budget", passages_budget),
-            ("max_query_chars", max_query_chars),
-        ):
-            if not isinstance(value, int) or value < 1:
-                raise ValueError(f"{name}={value!r} must be a positive integer")
+        top_k, passage_chars = whole("top_k", top_k, 1), whole("passage_chars", passage_chars, 1)
+        passages_budget = whole("passages_budget", passages_budget, 1)
+        max_query_chars = whole("max_query_chars", max_query_chars, 1)
         flag("force_first_search", force_first_search)
         if data != "generated" and not os.path.isfile(data):
             raise FileNotFoundError(

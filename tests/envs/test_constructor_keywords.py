@@ -33,6 +33,9 @@ import agent_gym  # noqa: F401  (registers the AgentR1/* ids)
             "goals_per_product must be a whole number, got '6'",
         ),
         ("AgentR1/WebShop-v0", {"seed": "x"}, "seed must be a whole number, got 'x' (str)"),
+        # HotpotQA's counts took True for 1 (a bool is an int) and refused numpy's integers
+        ("AgentR1/HotpotQA-v0", {"top_k": True}, "top_k must be a whole number, got True"),
+        ("AgentR1/HotpotQA-v0", {"passage_chars": 0}, "passage_chars must be >= 1, got 0"),
         (
             "AgentR1/HotpotQA-v0",
             {"force_first_search": "no"},

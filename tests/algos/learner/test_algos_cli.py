@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import subprocess
@@ -104,6 +105,8 @@ def test_train_plot_and_list(tmp_path):
         ),
         ("model.name='/no/such/folder'", "nothing is downloaded at run time"),
         ("model.init='/no/such/run'", "model.init='/no/such/run': no complete checkpoint there"),
+        # 400,000 envs were made one by one after the model loaded, for hours or until memory ran out
+        ("env.num_tasks=100000", "100000 x 4: 400000 envs in one process, more than the 4096"),
     ],
 )
 def test_bad_env_or_model_is_one_line_and_leaves_no_run_directory(tmp_path, override, message):
@@ -386,6 +389,31 @@ def test_a_config_that_cannot_be_written_leaves_no_run_folder(tmp_path):
     _one_line(out, f"algos train: {tmp_path}/full/config.json: cannot write it (File too large)",
               "nothing ran: make room and run the command again")  # fmt: skip
     assert not (tmp_path / "full").exists()
+
+
+@pytest.mark.parametrize(
+    ("code", "trouble", "fix"),
+    [
+        (errno.EIO, "the disk failed to read or write it (Input/output error)", "check the disk"),
+        (errno.EROFS, "cannot write it (Read-only file system)", "make the folder writable"),
+    ],
+)
+def test_a_failing_or_read_only_disk_is_not_called_full(tmp_path, code, trouble, fix):
+    """An I/O error (a read as much as a write) and a read-only folder were reported as "cannot
+    write it ... make room". A failing device or a read-only mount cannot be made here without
+    privileges, so the OSError is raised as the OS raises it, inside the run's guard."""
+    from algos.runs import RunWriteError, stop_on_disk_error
+
+    log = tmp_path / "metrics.jsonl"
+    with (
+        pytest.raises(RunWriteError) as err,
+        stop_on_disk_error(tmp_path, "`algos train --resume R`"),
+    ):
+        raise OSError(code, os.strerror(code), str(log))
+    assert str(err.value) == (
+        f"{log}: {trouble}; the run stopped before its first checkpoint: {fix} and continue "
+        "with `algos train --resume R`"
+    )
 
 
 def test_a_cloning_stage_that_cannot_be_written_names_the_pipeline_to_resume(tmp_path):

@@ -60,7 +60,14 @@ class CheckpointError(RuntimeError):
 
 
 class CheckpointWriteError(CheckpointError):
-    """A checkpoint could not be written (a full disk); its half-written folder is removed."""
+    """A checkpoint could not be written (a full disk); its half-written folder is removed.
+
+    ``errno`` is the failed write's (None where the writer gave none).
+    """
+
+    def __init__(self, message: str, errno: int | None = None) -> None:
+        super().__init__(message)
+        self.errno = errno
 
 
 # ---- RNG states as tensors and plain types ------------------------------------------------
@@ -187,7 +194,7 @@ def save_checkpoint(
     except Exception as exc:  # noqa: BLE001 - safetensors has its own error type for I/O
         shutil.rmtree(tmp, ignore_errors=True)
         raise CheckpointWriteError(
-            f"{final}: cannot write it ({type(exc).__name__}: {exc})"
+            f"{final}: cannot write it ({type(exc).__name__}: {exc})", getattr(exc, "errno", None)
         ) from None
     if final.exists():
         shutil.rmtree(final)

@@ -32,9 +32,15 @@ def disk_trouble(exc: OSError, where: Any = None) -> tuple[str, str]:
     """
     name = exc.filename or where or "a file"
     if exc.errno == errno.EIO:  # a read as well as a write: the device itself failed
-        return f"{name}: the disk failed to read or write it ({exc.strerror})", "check the disk"
-    fix = "make the folder writable" if exc.errno == errno.EROFS else "make room"
-    return f"{name}: cannot write it ({exc.strerror})", fix
+        return f"{name}: the disk failed to read or write it ({exc.strerror})", remedy(exc.errno)
+    return f"{name}: cannot write it ({exc.strerror})", remedy(exc.errno)
+
+
+def remedy(code: int | None) -> str:
+    """What to do about a write that failed with ``code`` (an errno; None: a full disk)."""
+    if code == errno.EIO:
+        return "check the disk"
+    return "make the folder writable" if code == errno.EROFS else "make room"
 
 
 class RunWriteError(RuntimeError):
@@ -59,7 +65,7 @@ def stop_on_disk_error(run_dir: Path, command: str) -> Iterator[None]:
     try:
         yield
     except CheckpointWriteError as exc:
-        what, fix = str(exc), "make room"
+        what, fix = str(exc), remedy(exc.errno)
     except OSError as exc:
         if exc.errno not in DISK_ERRNOS:
             raise

@@ -402,6 +402,7 @@ def test_a_failing_or_read_only_disk_is_not_called_full(tmp_path, code, trouble,
     """An I/O error (a read as much as a write) and a read-only folder were reported as "cannot
     write it ... make room". A failing device or a read-only mount cannot be made here without
     privileges, so the OSError is raised as the OS raises it, inside the run's guard."""
+    from algos.checkpoint import CheckpointWriteError
     from algos.runs import RunWriteError, stop_on_disk_error
 
     log = tmp_path / "metrics.jsonl"
@@ -414,6 +415,9 @@ def test_a_failing_or_read_only_disk_is_not_called_full(tmp_path, code, trouble,
         f"{log}: {trouble}; the run stopped before its first checkpoint: {fix} and continue "
         "with `algos train --resume R`"
     )
+    with pytest.raises(RunWriteError) as err, stop_on_disk_error(tmp_path, "`R`"):
+        raise CheckpointWriteError("CKPT: cannot write it (...)", code)  # as save_checkpoint does
+    assert str(err.value).endswith(f": {fix} and continue with `R`")
 
 
 def test_a_cloning_stage_that_cannot_be_written_names_the_pipeline_to_resume(tmp_path):

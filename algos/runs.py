@@ -31,9 +31,9 @@ def disk_trouble(exc: OSError, where: Any = None) -> tuple[str, str]:
     'check the disk'
     """
     name = exc.filename or where or "a file"
-    if exc.errno == errno.EIO:  # a read as well as a write: the device itself failed
-        return f"{name}: the disk failed to read or write it ({exc.strerror})", remedy(exc.errno)
-    return f"{name}: cannot write it ({exc.strerror})", remedy(exc.errno)
+    # EIO comes from a read as well as a write: the device itself failed
+    what = "the disk failed to read or write it" if exc.errno == errno.EIO else "cannot write it"
+    return f"{name}: {what} ({exc.strerror})", remedy(exc.errno)
 
 
 def remedy(code: int | None) -> str:

@@ -419,6 +419,12 @@ def _train_session(s: Session, log: Any) -> Path:
     main = s.world.is_main  # rank 0 evaluates, logs and writes; the others wait at barriers
     if main and s.eval_envs is None:
         s.eval_envs = HeldOutEnvs(cfg)  # one set of held-out envs for every evaluation
+
+    def held_out() -> dict[str, Any]:
+        return evaluate(
+            cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress, envs=s.eval_envs
+        )
+
     if not main:
         log = _quiet
     if _finished(cfg, s.run_dir, s.done):
@@ -432,9 +438,7 @@ def _train_session(s: Session, log: Any) -> Path:
     try:
         if cfg.run.eval_episodes and "before" not in summary and main:
             summary.update(_baselines(cfg, log))
-            summary["before"] = evaluate(
-                cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress, envs=s.eval_envs
-            )
+            summary["before"] = held_out()
             log(f"eval before training: {summary['before']['line']}")
             write_json(s.run_dir / "eval.json", summary)
         s.world.barrier()
@@ -448,10 +452,7 @@ def _train_session(s: Session, log: Any) -> Path:
                 and it % every == 0
                 and it < cfg.run.iterations
             ):
-                held = evaluate(
-                    cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress,
-                    envs=s.eval_envs,
-                )  # fmt: skip
+                held = held_out()
                 metrics.update({f"eval/{k}": held[k] for k in _EVAL_KEYS})
                 log(f"eval after iteration {it}: {held['line']}")
             logger.log(it, metrics)
@@ -472,9 +473,7 @@ def _train_session(s: Session, log: Any) -> Path:
                     extra_rng=_backend_rng(s.backend),
                 )
         if cfg.run.eval_episodes and main:
-            summary["after"] = evaluate(
-                cfg, s.backend, cfg.run.eval_episodes, progress=cfg.run.progress, envs=s.eval_envs
-            )
+            summary["after"] = held_out()
             log(f"eval after training: {summary['after']['line']}")
             write_json(s.run_dir / "eval.json", summary)
             logger.log_eval(summary)
